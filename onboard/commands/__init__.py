@@ -1,0 +1,4 @@
+"""Click commands: parse options, call one workflow, print its result.
+
+Only click is imported at module level; workflows load inside the command.
+"""

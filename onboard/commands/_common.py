@@ -1,0 +1,45 @@
+"""Options every command shares: --json and -v."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+
+def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout, nothing else.")
+    @click.option("-v", "--verbose", is_flag=True, help="Show more detail.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--workspace",
+        "workspace",
+        type=click.Path(file_okay=False, path_type=str),
+        envvar="ONBOARD_WORKSPACE",
+        help="The onboard workspace (default: found by walking up from the current folder).",
+    )(func)
+
+
+def python_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--python",
+        "python",
+        type=str,
+        default=None,
+        help="The interpreter whose torch to inspect (default: the one running onboard).",
+    )(func)
+
+
+def reporter(as_json: bool, verbose: bool) -> Any:
+    from onboard.console import RichReporter
+
+    return RichReporter(verbose=verbose, quiet=as_json)

@@ -1,0 +1,106 @@
+"""Terminal output: results on stdout (rich or JSON), progress on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from onboard.report import Reporter, Task
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class ResultLike(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+    def render(self, console: Console, verbose: bool) -> None: ...
+
+
+def stdout_console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def emit(result: ResultLike, *, as_json: bool, verbose: bool = False) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
+        sys.stdout.flush()
+    else:
+        result.render(stdout_console(), verbose)
+
+
+class _RichTask(Task):
+    def __init__(self, progress: Any, task_id: Any) -> None:
+        self._progress = progress
+        self._id = task_id
+
+    def update(
+        self, *, completed: float | None = None, total: float | None = None, detail: str = ""
+    ) -> None:
+        kwargs: dict[str, Any] = {"detail": detail}
+        if completed is not None:
+            kwargs["completed"] = completed
+        if total is not None:
+            kwargs["total"] = total
+        self._progress.update(self._id, **kwargs)
+
+
+@dataclass
+class RichReporter(Reporter):
+    """Progress and steps on stderr; quiet in --json mode except for errors."""
+
+    quiet: bool = False
+    _console: Any = field(default=None, repr=False)
+
+    def _err(self) -> Console:
+        if self._console is None:
+            self._console = stderr_console()
+        return self._console
+
+    def step(self, message: str) -> None:
+        super().step(message)
+        if not self.quiet:
+            self._err().print(f"[bold cyan]>[/] {message}")
+
+    def detail(self, message: str) -> None:
+        super().detail(message)
+        if self.verbose and not self.quiet:
+            self._err().print(f"  [dim]{message}[/]")
+
+    @contextmanager
+    def task(self, description: str, total: float | None = None) -> Iterator[Task]:
+        self.messages.append(description)
+        if self.quiet:
+            yield Task()
+            return
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=self._err(),
+            transient=False,
+        ) as progress:
+            task_id = progress.add_task(description, total=total, detail="")
+            yield _RichTask(progress, task_id)

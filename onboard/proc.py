@@ -1,0 +1,258 @@
+"""The only place onboard starts subprocesses.
+
+Argument lists only (never ``shell=True``), an explicit ``cwd``, git never
+prompting for credentials, and failures turned into ``ProcError`` with the
+command and its output (the pre-commit ``cmd_output`` idea).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from onboard.errors import OnboardError, ProcError, ProcTimeout
+
+# Never let git (or ssh under it) stop to ask for a password: a hidden prompt
+# looks exactly like a hang.
+_QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C"}
+
+
+@dataclass(frozen=True)
+class Result:
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def environ(extra: Mapping[str, str] | None = None, *, drop: Sequence[str] = ()) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(_QUIET_ENV)
+    for name in drop:
+        env.pop(name, None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def which(name: str) -> str | None:
+    return shutil.which(name)
+
+
+def _missing(exe: str) -> OnboardError:
+    return OnboardError(
+        f"`{exe}` was not found on PATH, and onboard needs it for this step.",
+        next_step=f"Install {exe} (or put it on PATH) and run the command again; "
+        "`onboard doctor` lists what is missing.",
+    )
+
+
+def run(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+    input: str | bytes | None = None,
+    what: str | None = None,
+    next_step: str | None = None,
+) -> Result:
+    """Run a command to completion and capture its output as text.
+
+    ``check`` turns a non-zero exit into ``ProcError``; ``what`` names the step
+    in that error ("fetching the commit"). ``input`` may be bytes (a
+    ``git fast-import`` stream with binary blobs); output is text either way.
+    """
+    binary = isinstance(input, bytes)
+    argv = [os.fspath(a) for a in args]
+    full_env = dict(env) if env is not None else environ()
+    if extra_env:
+        full_env.update(extra_env)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+            env=full_env,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=not binary,
+            errors=None if binary else "replace",
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise _missing(argv[0]) from exc
+    try:
+        out, err = _text(*proc.communicate(input=input, timeout=timeout))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = _text(*proc.communicate())
+        raise ProcTimeout(
+            f"{what or 'The command'} did not finish within {timeout:g} s and was stopped.",
+            args=argv,
+            returncode=None,
+            stdout=out or "",
+            stderr=err or "",
+            next_step=next_step,
+        ) from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    result = Result(tuple(argv), proc.returncode, out or "", err or "", time.monotonic() - start)
+    if check and proc.returncode != 0:
+        raise ProcError(
+            f"{what or 'The command'} failed (exit {proc.returncode}): {_last_line(err or out)}",
+            args=argv,
+            returncode=proc.returncode,
+            stdout=out or "",
+            stderr=err or "",
+            next_step=next_step,
+        )
+    return result
+
+
+def stream(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    on_line: Callable[[str], None],
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+    timeout: float | None = None,
+    idle_timeout: float | None = None,
+) -> int:
+    """Run a long command, feeding each output line (stdout+stderr) to ``on_line``.
+
+    Everything also goes to ``log_path`` when given. Returns the exit status;
+    a signal death is reported the shell way (128 + signal number) so callers
+    can tell a crash from a failure. ``idle_timeout`` stops a command that
+    prints nothing for that long (a silent server); a watchdog thread enforces
+    it and ``timeout`` even while no line arrives. Carriage returns end lines
+    too (text mode), so progress meters arrive as lines.
+    """
+    argv = [os.fspath(a) for a in args]
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+            env=dict(env) if env is not None else environ(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            bufsize=1,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise _missing(argv[0]) from exc
+    log = log_path.open("a", encoding="utf-8") if log_path else None
+    last_output = [time.monotonic()]
+    stopped: list[str] = []
+    watchdog = None
+    if idle_timeout is not None or deadline is not None:
+        watchdog = _Watchdog(proc, last_output, stopped, deadline, idle_timeout)
+        watchdog.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            last_output[0] = time.monotonic()
+            if log:
+                log.write(line)
+            on_line(line.rstrip("\n"))
+            if deadline is not None and time.monotonic() > deadline:
+                stopped.append(f"did not finish within {timeout:g} s")
+                _kill_group(proc)
+                break
+        proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        if watchdog is not None:
+            watchdog.done.set()
+            watchdog.join()
+        if log:
+            log.close()
+    if stopped:
+        raise ProcTimeout(
+            f"The command {stopped[0]} and was stopped.",
+            args=argv,
+            returncode=None,
+        )
+    code = proc.returncode
+    return 128 - code if code < 0 else code
+
+
+class _Watchdog(threading.Thread):
+    """Stops a streamed command that is silent too long or past its deadline."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[str],
+        last_output: list[float],
+        stopped: list[str],
+        deadline: float | None,
+        idle_timeout: float | None,
+    ) -> None:
+        super().__init__(daemon=True)
+        self.proc = proc
+        self.last_output = last_output
+        self.stopped = stopped
+        self.deadline = deadline
+        self.idle_timeout = idle_timeout
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            now = time.monotonic()
+            if self.deadline is not None and now > self.deadline:
+                self.stopped.append("ran past its time limit")
+            elif self.idle_timeout is not None and now - self.last_output[0] > self.idle_timeout:
+                self.stopped.append(f"printed nothing for {self.idle_timeout:g} s")
+            else:
+                continue
+            _kill_group(self.proc)
+            return
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    # The child runs in its own session, so this also stops what it started
+    # (git's helpers, a repro's workers).
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _text(out: str | bytes | None, err: str | bytes | None) -> tuple[str, str]:
+    def dec(data: str | bytes | None) -> str:
+        if isinstance(data, bytes):
+            return data.decode("utf-8", errors="replace")
+        return data or ""
+
+    return dec(out), dec(err)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no output)"

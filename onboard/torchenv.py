@@ -1,0 +1,323 @@
+"""The torch probe: what torch a target interpreter has, as a frozen dataclass.
+
+The probe runs ``_probe_child.py`` in a child interpreter (``--python``,
+default the current one); onboard itself never imports torch. Facts that come
+from the binary rather than from Python (the build prefix baked in by
+``__FILE__``, whether DWARF debug info is present) are read here from the ELF
+files with pyelftools.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import re
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from onboard import proc
+from onboard.errors import OnboardError
+
+PROBE_TIMEOUT = 180.0
+_MARKER = "@@ONBOARD-PROBE@@"
+_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+_LOCAL_RE = re.compile(r"\+git([0-9a-f]{7,40})\b")
+_NIGHTLY_RE = re.compile(r"\.dev(\d{8})")
+# A source path compiled into the library through __FILE__ (TORCH_CHECK, warnings).
+_SOURCE_RE = re.compile(
+    rb"(/[\x21-\x7e]*?)/((?:aten/src|c10|torch/csrc|caffe2|third_party|build)/[\x21-\x7e]*?"
+    rb"\.(?:cpp|cc|c|h|hpp|cu|cuh))(?=\x00)"
+)
+
+
+@dataclass(frozen=True)
+class PythonInfo:
+    executable: str
+    version: str
+    implementation: str
+    abiflags: str
+    soabi: str
+    ext_suffix: str
+    prefix: str
+    ldlibrary: str
+    cwd: str
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Which source commit the installed binary was built from.
+
+    kind: ``release`` (a tag's commit), ``nightly`` (a commit on the
+    ``nightly`` branch whose subject names the main sha), ``local`` (a source
+    build: ``+git<sha7>``), ``unknown`` (``git_version == "Unknown"``).
+    """
+
+    kind: str
+    sha: str | None
+    tag: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BuildPrefix:
+    """The folder the binary was built in, as ``__FILE__`` paths name it."""
+
+    prefix: str | None
+    method: str
+    source_paths: tuple[str, ...] = ()  # repo-relative paths the binary names
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    version: str
+    file: str
+    c_file: str | None
+    git_version: str | None
+    cuda: str | None
+    hip: str | None
+    debug: bool
+    cxx11_abi: bool
+    cudnn: int | None
+    cuda_available: bool
+    devices: tuple[dict[str, str], ...]
+    config: str
+    build_settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def package_dir(self) -> Path:
+        return Path(self.file).parent
+
+
+@dataclass(frozen=True)
+class TorchEnv:
+    python: PythonInfo
+    torch: TorchInfo | None
+    import_error: dict[str, Any] | None
+    candidates: tuple[str, ...]
+    spec_origin: str | None
+    dist: dict[str, Any] | None
+    numpy: str | None
+    commit: Commit
+    build_prefix: BuildPrefix
+    has_debug_info: bool | None
+
+    @property
+    def installed(self) -> bool:
+        return self.spec_origin is not None
+
+    @property
+    def editable(self) -> bool:
+        direct = (self.dist or {}).get("direct_url") or {}
+        return bool((direct.get("dir_info") or {}).get("editable"))
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["build_prefix"]["source_paths"] = len(self.build_prefix.source_paths)
+        return data
+
+
+def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = None) -> TorchEnv:
+    """Probe the torch that ``python`` imports (from ``cwd``, default ours)."""
+    exe = python or sys.executable
+    code = (Path(__file__).with_name("_probe_child.py")).read_text(encoding="utf-8")
+    try:
+        result = proc.run(
+            [exe, "-c", code],
+            cwd=cwd,
+            timeout=PROBE_TIMEOUT,
+            check=False,
+            what=f"Probing {exe}",
+        )
+    except OnboardError as exc:
+        raise OnboardError(
+            f"Could not run the Python interpreter {exe!r}: {exc.message}",
+            next_step="Pass --python with the path of the interpreter your project uses "
+            "(for a venv: /path/to/venv/bin/python).",
+        ) from exc
+    payload = None
+    for line in result.stdout.splitlines():
+        if line.startswith(_MARKER):
+            payload = json.loads(line[len(_MARKER):])
+    if payload is None:
+        raise OnboardError(
+            f"The interpreter {exe!r} did not answer onboard's probe (exit {result.returncode}): "
+            f"{(result.stderr.strip().splitlines() or ['no output'])[-1]}",
+            next_step="Check that it is a working Python 3 (`"
+            f"{exe} -c 'import sys; print(sys.version)'`) and pass it with --python.",
+        )
+    return from_payload(payload)
+
+
+def from_payload(payload: dict[str, Any]) -> TorchEnv:
+    python = PythonInfo(**payload["python"])
+    tinfo = None
+    if payload.get("torch"):
+        t = dict(payload["torch"])
+        t.pop("cuda_error", None)
+        t["devices"] = tuple(t.get("devices") or ())
+        t["build_settings"] = parse_config(t.get("config") or "")
+        tinfo = TorchInfo(**t)
+    torch_dir = _torch_dir(tinfo, payload.get("spec_origin"))
+    lib = find_library(torch_dir) if torch_dir else None
+    return TorchEnv(
+        python=python,
+        torch=tinfo,
+        import_error=payload.get("import_error"),
+        candidates=tuple(payload.get("candidates") or ()),
+        spec_origin=payload.get("spec_origin"),
+        dist=payload.get("dist"),
+        numpy=payload.get("numpy"),
+        commit=classify(tinfo.version, tinfo.git_version) if tinfo else Commit("unknown", None),
+        build_prefix=scan_build_prefix(lib) if lib else BuildPrefix(None, "no torch library found"),
+        has_debug_info=has_debug_info(lib) if lib else None,
+    )
+
+
+def _torch_dir(tinfo: TorchInfo | None, spec_origin: str | None) -> Path | None:
+    if tinfo is not None:
+        return tinfo.package_dir
+    if spec_origin:
+        return Path(spec_origin).parent
+    return None
+
+
+def classify(version: str, git_version: str | None) -> Commit:
+    """Name the commit a build came from (see PYTORCH_FACTS: Identifying the installed build)."""
+    sha = git_version if git_version and _SHA_RE.match(git_version) else None
+    local = _LOCAL_RE.search(version)
+    if local:
+        return Commit(
+            "local",
+            sha or local.group(1),
+            note="a local source build (`+git<sha>` in __version__)",
+        )
+    if sha is None:
+        return Commit(
+            "unknown",
+            None,
+            note=f"torch.version.git_version is {git_version!r}: the wheel was built outside git",
+        )
+    nightly = _NIGHTLY_RE.search(version)
+    if nightly:
+        return Commit(
+            "nightly",
+            sha,
+            note="a nightly: git_version is a commit on the `nightly` branch whose subject "
+            "names the main commit as `(<sha>)`",
+        )
+    base = version.split("+", 1)[0]
+    release = re.match(r"^(\d+\.\d+\.\d+)(rc\d+)?$", base)
+    tag = f"v{release.group(1)}{release.group(2) or ''}" if release else None
+    return Commit("release" if tag else "unknown", sha, tag=tag)
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """``torch.__config__.show()`` -> {"BUILD_TYPE": "Release", "USE_CUDA": "OFF", ...}."""
+    settings: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("- Build settings:"):
+            for part in line[len("- Build settings:"):].split(","):
+                if "=" in part:
+                    key, _, value = part.strip().partition("=")
+                    settings[key.strip()] = value.strip()
+        elif line.startswith("- C++ Version:"):
+            settings.setdefault("CXX_VERSION", line.split(":", 1)[1].strip())
+        elif line.startswith("- GCC ") or line.startswith("- clang"):
+            settings.setdefault("COMPILER", line[2:].strip())
+    return settings
+
+
+def find_library(torch_dir: Path) -> Path | None:
+    """The library that holds ATen's checks (and so most ``__FILE__`` strings)."""
+    for name in ("libtorch_cpu.so", "libtorch_cpu.dylib", "libtorch.so"):
+        candidate = torch_dir / "lib" / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _cache_file(kind: str, lib: Path) -> Path:
+    st = lib.stat()
+    key = hashlib.sha1(f"{lib.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "onboard" / f"{kind}-{key}.json"
+
+
+def _rodata_ranges(lib: Path) -> list[tuple[int, int]]:
+    """Offsets of the read-only data sections, where string literals live."""
+    try:
+        from elftools.elf.elffile import ELFFile
+
+        with lib.open("rb") as fh:
+            elf = ELFFile(fh)
+            ranges = [
+                (s["sh_offset"], s["sh_size"])
+                for s in elf.iter_sections()
+                if s.name in (".rodata", ".rodata.str1.1", ".rodata.str1.8")
+            ]
+            return ranges
+    except Exception:  # noqa: BLE001 - not an ELF file we can read: scan it whole
+        return []
+
+
+def scan_build_prefix(lib: Path) -> BuildPrefix:
+    """Find the build folder compiled into the library's ``__FILE__`` strings.
+
+    Method: in the library's ``.rodata`` section (the whole file when there is
+    none), every NUL-terminated string that looks like an absolute path
+    containing ``/aten/src/``, ``/c10/``, ``/torch/csrc/``, ``/third_party/``
+    or ``/build/`` and ending in a C/C++/CUDA extension is split at that
+    folder; the most frequent left part is the prefix. The result is cached
+    per library (path, size, mtime).
+    """
+    cache = _cache_file("prefix", lib)
+    try:
+        data = json.loads(cache.read_text())
+        return BuildPrefix(data["prefix"], data["method"], tuple(data["source_paths"]))
+    except (OSError, ValueError, KeyError):
+        pass
+    counts: Counter[bytes] = Counter()
+    paths: dict[bytes, set[bytes]] = {}
+    ranges = _rodata_ranges(lib)
+    with lib.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        views = [mm[off : off + size] for off, size in ranges] if ranges else [mm[:]]
+        for view in views:
+            for mo in _SOURCE_RE.finditer(view):
+                counts[mo.group(1)] += 1
+                paths.setdefault(mo.group(1), set()).add(mo.group(2))
+    where = "the .rodata section" if ranges else "the whole file"
+    if not counts:
+        result = BuildPrefix(None, f"no __FILE__ source paths found in {where} of {lib.name}")
+    else:
+        prefix, hits = counts.most_common(1)[0]
+        result = BuildPrefix(
+            prefix.decode(),
+            f"most frequent folder before aten/src, c10, torch/csrc, third_party or build/ in "
+            f"{hits} __FILE__ strings of {where} of {lib.name}",
+            tuple(sorted(p.decode() for p in paths[prefix])),
+        )
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(asdict(result)))
+    except OSError:
+        pass
+    return result
+
+
+def has_debug_info(lib: Path) -> bool | None:
+    """True when the library carries DWARF (``.debug_info``) or a debuglink."""
+    try:
+        from elftools.elf.elffile import ELFFile
+
+        with lib.open("rb") as fh:
+            elf = ELFFile(fh)
+            names = {s.name for s in elf.iter_sections()}
+    except Exception:  # noqa: BLE001 - unreadable or not ELF
+        return None
+    return ".debug_info" in names or ".gnu_debuglink" in names

@@ -1,0 +1,1 @@
+"""Workflows: one module per command's logic. They never import click."""

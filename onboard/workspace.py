@@ -1,0 +1,133 @@
+"""The workspace: a folder made by `onboard setup` that every later command finds.
+
+It holds ``onboard.json`` (this config), the checkout (``pytorch/``) and a
+generated ``noxfile.py`` whose sessions live in ``onboard.tasks``. Found from
+``--workspace``, then ``ONBOARD_WORKSPACE``, then by walking up from the
+current folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from onboard.errors import NoWorkspace, OnboardError
+
+CONFIG_NAME = "onboard.json"
+SCHEMA = 1
+
+# checkout kinds
+CLONE = "clone"  # a git checkout of the commit (usually depth 1)
+REFERENCE = "reference"  # a git-tracked tree rebuilt from the installed wheel's files
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    torch_version: str
+    commit: str | None  # the installed torch's source commit (40 hex) when known
+    commit_kind: str  # release / nightly / local / unknown / override
+    build_prefix: str | None  # e.g. /__w/pytorch/pytorch
+    python: str  # the probed interpreter
+    checkout: str = "pytorch"  # relative to root
+    checkout_kind: str = CLONE
+    remote: str | None = None
+    tag: str | None = None
+    notes: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def checkout_path(self) -> Path:
+        return self.root / self.checkout
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_NAME
+
+    @property
+    def is_reference(self) -> bool:
+        return self.checkout_kind == REFERENCE
+
+    def limitation(self, what: str) -> str | None:
+        """The sentence a command prints when the reference tree cannot show ``what``."""
+        if not self.is_reference:
+            return None
+        return (
+            f"{what} needs a full checkout: this workspace holds the reference tree rebuilt "
+            "from the installed wheel (Python sources, headers and yaml; no .cpp/.cu files). "
+            f"Run `onboard setup {self.root} --remote <url or mirror>` in a new folder to get one."
+        )
+
+    def github_url(self, path: str, line: int | None = None) -> str | None:
+        if not self.commit:
+            return None
+        anchor = f"#L{line}" if line else ""
+        return f"https://github.com/pytorch/pytorch/blob/{self.commit}/{path}{anchor}"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["root"] = str(self.root)
+        data["notes"] = list(self.notes)
+        data["schema"] = SCHEMA
+        return data
+
+
+def save(ws: Workspace) -> Path:
+    data = ws.to_json()
+    data.pop("root")
+    tmp = ws.config_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, ws.config_path)
+    return ws.config_path
+
+
+def load(root: Path) -> Workspace:
+    path = root / CONFIG_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NoWorkspace(
+            f"{root} is not an onboard workspace (no {CONFIG_NAME}).",
+            next_step="Create one with `onboard setup DIR --from-wheel` (offline) or "
+            "`onboard setup DIR`.",
+        ) from None
+    except ValueError as exc:
+        raise OnboardError(
+            f"The workspace config {path} is not valid JSON ({exc}).",
+            next_step=f"Fix or delete it and run `onboard setup {root}` again to rewrite it.",
+        ) from exc
+    data.pop("schema", None)
+    data["notes"] = tuple(data.get("notes") or ())
+    known = {f for f in Workspace.__dataclass_fields__ if f != "root"}
+    extra = {k: v for k, v in data.items() if k not in known}
+    kwargs = {k: v for k, v in data.items() if k in known}
+    ws = Workspace(root=root.resolve(), **kwargs)
+    if extra:
+        ws = replace(ws, extra={**ws.extra, **extra})
+    return ws
+
+
+def find(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Workspace | None:
+    """The workspace named by ``explicit`` / ONBOARD_WORKSPACE, or the one above ``start``."""
+    named = explicit or os.environ.get("ONBOARD_WORKSPACE")
+    if named:
+        return load(Path(named).expanduser().resolve())
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return load(folder)
+    return None
+
+
+def require(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Workspace:
+    ws = find(explicit, start)
+    if ws is None:
+        raise NoWorkspace(
+            f"No onboard workspace was found in {(start or Path.cwd())} or any folder above it.",
+            next_step="Run `onboard setup DIR --from-wheel` (offline, seconds) or "
+            "`onboard setup DIR` first, then run this command inside DIR or pass --workspace DIR.",
+        )
+    return ws

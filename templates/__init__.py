@@ -1,0 +1,1 @@
+"""Jinja2 templates shipped with onboard (package data; see onboard.render)."""

@@ -1,0 +1,111 @@
+"""The adapters every command stands on: proc, workspace config, redaction, render."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from onboard import proc, redact, workspace
+from onboard.errors import NoWorkspace, OnboardError, ProcError, ProcTimeout
+
+
+def test_run_captures_and_checks(tmp_path: Path) -> None:
+    result = proc.run([sys.executable, "-c", "print('hi'); import sys; print('e', file=sys.stderr)"], cwd=tmp_path)
+    assert result.ok and result.stdout.strip() == "hi" and result.stderr.strip() == "e"
+    with pytest.raises(ProcError) as info:
+        proc.run([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(4)"],
+                 what="the probe")
+    err = info.value
+    assert err.returncode == 4
+    assert "the probe failed (exit 4): boom" in err.paragraph()
+    assert "return code: 4" in err.details() and "    boom" in err.details()
+
+
+def test_run_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    code = (
+        "import subprocess, sys, time;"
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+        f"open({str(marker)!r}, 'w').write(str(p.pid)); time.sleep(60)"
+    )
+    with pytest.raises(ProcTimeout):
+        proc.run([sys.executable, "-c", code], timeout=2)
+    child = int(marker.read_text())
+    # The grandchild went with its parent: no orphan keeps running.
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(child, 0)
+            import time
+
+            time.sleep(0.1)
+
+
+def test_missing_executable_is_one_clear_error() -> None:
+    with pytest.raises(OnboardError) as info:
+        proc.run(["onboard-no-such-tool-xyz"])
+    assert "was not found on PATH" in info.value.paragraph()
+
+
+def test_stream_reports_signal_death_shell_style(tmp_path: Path) -> None:
+    lines: list[str] = []
+    code = f"print('a', flush=True); import os, signal; os.kill(os.getpid(), {int(signal.SIGSEGV)})"
+    status = proc.stream([sys.executable, "-c", code], on_line=lines.append, log_path=tmp_path / "log")
+    assert status == 128 + signal.SIGSEGV
+    assert lines == ["a"] and (tmp_path / "log").read_text() == "a\n"
+
+
+def test_git_never_prompts() -> None:
+    env = proc.environ()
+    assert env["GIT_TERMINAL_PROMPT"] == "0"
+
+
+def _ws(root: Path) -> workspace.Workspace:
+    return workspace.Workspace(
+        root=root,
+        torch_version="2.13.0+cpu",
+        commit="cf30153c4c131c8164ee7798e5022d810682e2cb",
+        commit_kind="release",
+        build_prefix="/__w/pytorch/pytorch",
+        python=sys.executable,
+        checkout_kind=workspace.REFERENCE,
+        tag="v2.13.0",
+    )
+
+
+def test_workspace_round_trip_and_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _ws(tmp_path.resolve())
+    workspace.save(ws)
+    assert json.loads(ws.config_path.read_text())["schema"] == workspace.SCHEMA
+    nested = tmp_path / "pytorch" / "aten" / "src"
+    nested.mkdir(parents=True)
+    found = workspace.find(start=nested)
+    assert found == ws
+    monkeypatch.setenv("ONBOARD_WORKSPACE", str(tmp_path))
+    assert workspace.find(start=Path("/")) == ws
+    assert found is not None and found.limitation("Kernel bodies")
+    assert found.github_url("aten/src/ATen/native/UnaryOps.cpp", 12) == (
+        "https://github.com/pytorch/pytorch/blob/cf30153c4c131c8164ee7798e5022d810682e2cb/"
+        "aten/src/ATen/native/UnaryOps.cpp#L12"
+    )
+
+
+def test_workspace_missing_and_broken(tmp_path: Path) -> None:
+    assert workspace.find(start=tmp_path) is None
+    with pytest.raises(NoWorkspace) as info:
+        workspace.require(start=tmp_path)
+    assert "onboard setup" in info.value.paragraph()
+    (tmp_path / workspace.CONFIG_NAME).write_text("{not json")
+    with pytest.raises(OnboardError, match="not valid JSON"):
+        workspace.load(tmp_path)
+
+
+def test_redact_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    token = "ghp_" + "A1b2" * 9
+    assert token not in redact.redact(f"push https://x:{token}@github.com/a/b failed {token}")
+    monkeypatch.setenv("GITHUB_TOKEN", "plain-secret-value")
+    assert "plain-secret-value" not in redact.redact("Authorization: token plain-secret-value")
