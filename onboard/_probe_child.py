@@ -10,7 +10,7 @@ import sysconfig
 import traceback
 
 MARKER = "@@ONBOARD-PROBE@@"
-out = {
+out: dict = {
     "python": {
         "executable": sys.executable,
         "version": ".".join(str(p) for p in sys.version_info[:3]),
@@ -53,7 +53,9 @@ try:
     out["dist"] = {
         "version": dist.version,
         "location": str(dist.locate_file("")),
-        "wheel_tags": [ln.split(":", 1)[1].strip() for ln in wheel.splitlines() if ln.startswith("Tag:")],
+        "wheel_tags": [
+            ln.split(":", 1)[1].strip() for ln in wheel.splitlines() if ln.startswith("Tag:")
+        ],
         "direct_url": json.loads(direct) if direct else None,
         "installer": (dist.read_text("INSTALLER") or "").strip(),
     }
@@ -70,8 +72,7 @@ except Exception:
 
 
 def emit():
-    out["stage"] = "done"
-emit()
+    sys.stdout.write("\n" + MARKER + json.dumps(out) + "\n")
     sys.stdout.flush()
 
 
@@ -85,7 +86,7 @@ if spec is not None:
     try:
         import torch
 
-        info = {
+        info: dict = {
             "version": str(torch.__version__),
             "file": torch.__file__,
             "c_file": getattr(torch._C, "__file__", None),
@@ -102,7 +103,7 @@ if spec is not None:
         try:
             info["config"] = torch.__config__.show()
         except Exception as exc:
-            info["config"] = "unavailable: %s" % exc
+            info["config"] = f"unavailable: {exc}"
         try:
             info["cudnn"] = torch.backends.cudnn.version()
         except Exception:
@@ -122,7 +123,11 @@ if spec is not None:
                 for i in range(torch.cuda.device_count()):
                     major, minor = torch.cuda.get_device_capability(i)
                     info["devices"].append(
-                        {"index": i, "name": torch.cuda.get_device_name(i), "capability": "%d.%d" % (major, minor)}
+                        {
+                            "index": i,
+                            "name": torch.cuda.get_device_name(i),
+                            "capability": f"{major}.{minor}",
+                        }
                     )
         except Exception as exc:
             info["cuda_error"] = str(exc)
@@ -138,7 +143,9 @@ if spec is not None:
         tdir = os.path.dirname(spec.origin) if spec.origin else None
         if tdir and os.path.isdir(tdir):
             out["import_error"]["extensions"] = sorted(
-                os.path.join(tdir, n) for n in os.listdir(tdir) if n.startswith("_C") and n.endswith(".so")
+                os.path.join(tdir, n)
+                for n in os.listdir(tdir)
+                if n.startswith("_C") and n.endswith(".so")
             )
 
 out["stage"] = "done"

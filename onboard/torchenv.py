@@ -14,6 +14,7 @@ import json
 import mmap
 import os
 import re
+import signal
 import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import proc
-from onboard.errors import OnboardError
+from onboard.errors import OnboardError, ProcTimeout
 
 PROBE_TIMEOUT = 180.0
 _MARKER = "@@ONBOARD-PROBE@@"
@@ -87,6 +88,9 @@ class TorchInfo:
     devices: tuple[dict[str, str], ...]
     config: str
     build_settings: dict[str, str] = field(default_factory=dict)
+    # Why torch.cuda.is_available() is False on a CUDA build, when torch said
+    # (e.g. "The NVIDIA driver on your system is too old").
+    cuda_error: str | None = None
 
     @property
     def package_dir(self) -> Path:
@@ -105,6 +109,10 @@ class TorchEnv:
     commit: Commit
     build_prefix: BuildPrefix
     has_debug_info: bool | None
+    # sys.path of the child, absolute, in import order, and the PYTHONPATH it
+    # ran with: what tells a shadowing torch from cwd apart from one on PYTHONPATH.
+    sys_path: tuple[str, ...] = ()
+    pythonpath: tuple[str, ...] = ()
 
     @property
     def installed(self) -> bool:
@@ -124,6 +132,19 @@ class TorchEnv:
 def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = None) -> TorchEnv:
     """Probe the torch that ``python`` imports (from ``cwd``, default ours)."""
     exe = python or sys.executable
+    if os.sep not in exe and proc.which(exe) is None:
+        raise OnboardError(
+            f"There is no interpreter called {exe!r} on PATH.",
+            next_step="Pass --python with the full path of the interpreter your project uses "
+            "(for a venv: /path/to/venv/bin/python).",
+        )
+    if os.sep in exe and not os.access(exe, os.X_OK):
+        raise OnboardError(
+            f"There is no Python interpreter at {exe}.",
+            next_step="Pass --python with the path of the interpreter your project uses (for a "
+            "venv: /path/to/venv/bin/python; `python -c 'import sys; print(sys.executable)'` "
+            "prints it).",
+        )
     code = (Path(__file__).with_name("_probe_child.py")).read_text(encoding="utf-8")
     try:
         result = proc.run(
@@ -133,6 +154,14 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
             check=False,
             what=f"Probing {exe}",
         )
+    except ProcTimeout as exc:
+        raise OnboardError(
+            f"The interpreter {exe!r} did not finish `import torch` within {PROBE_TIMEOUT:g} s "
+            "and was stopped.",
+            next_step=f"Time `{exe} -c 'import torch'` yourself; a hang there usually comes from "
+            "a network file system or a CUDA driver stuck initialising. Then run "
+            "`onboard doctor` again.",
+        ) from exc
     except OnboardError as exc:
         raise OnboardError(
             f"Could not run the Python interpreter {exe!r}: {exc.message}",
@@ -142,7 +171,19 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
     payload = None
     for line in result.stdout.splitlines():
         if line.startswith(_MARKER):
-            payload = json.loads(line[len(_MARKER):])
+            try:
+                payload = json.loads(line[len(_MARKER) :])
+            except ValueError:
+                continue
+    if payload is not None and payload.get("stage") != "done":
+        # The child answered before `import torch`, then died in it (a
+        # segfault or abort inside a mismatched extension).
+        payload["import_error"] = {
+            "type": "crash",
+            "message": f"the interpreter {_death(result.returncode)} while importing torch",
+            "traceback": result.stderr[-4000:],
+            "returncode": result.returncode,
+        }
     if payload is None:
         raise OnboardError(
             f"The interpreter {exe!r} did not answer onboard's probe (exit {result.returncode}): "
@@ -158,7 +199,6 @@ def from_payload(payload: dict[str, Any]) -> TorchEnv:
     tinfo = None
     if payload.get("torch"):
         t = dict(payload["torch"])
-        t.pop("cuda_error", None)
         t["devices"] = tuple(t.get("devices") or ())
         t["build_settings"] = parse_config(t.get("config") or "")
         tinfo = TorchInfo(**t)
@@ -175,7 +215,19 @@ def from_payload(payload: dict[str, Any]) -> TorchEnv:
         commit=classify(tinfo.version, tinfo.git_version) if tinfo else Commit("unknown", None),
         build_prefix=scan_build_prefix(lib) if lib else BuildPrefix(None, "no torch library found"),
         has_debug_info=has_debug_info(lib) if lib else None,
+        sys_path=tuple(payload.get("sys_path") or ()),
+        pythonpath=tuple(payload.get("pythonpath") or ()),
     )
+
+
+def _death(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name}"
+    return f"exited with status {returncode}"
 
 
 def _torch_dir(tinfo: TorchInfo | None, spec_origin: str | None) -> Path | None:
@@ -222,7 +274,7 @@ def parse_config(text: str) -> dict[str, str]:
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("- Build settings:"):
-            for part in line[len("- Build settings:"):].split(","):
+            for part in line[len("- Build settings:") :].split(","):
                 if "=" in part:
                     key, _, value = part.strip().partition("=")
                     settings[key.strip()] = value.strip()
@@ -321,3 +373,74 @@ def has_debug_info(lib: Path) -> bool | None:
     except Exception:  # noqa: BLE001 - unreadable or not ELF
         return None
     return ".debug_info" in names or ".gnu_debuglink" in names
+
+
+# --- loader checks (onboard doctor) ---
+
+_LOADER_CHILD = r"""
+import ctypes, json, sys
+names, libs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+this = ctypes.PyDLL(None)  # everything this interpreter process exports
+missing = [n for n in names if not hasattr(this, n)]
+paths = {}
+for lib in libs:
+    try:
+        ctypes.CDLL(lib)
+    except OSError as exc:
+        paths[lib] = None
+        continue
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            path = line.split(None, 5)[-1].strip()
+            base = path.rsplit("/", 1)[-1]
+            if base == lib or base.startswith(lib + "."):  # libstdc++.so.6 -> .so.6.0.30
+                paths[lib] = path
+                break
+print(json.dumps({"missing": missing, "libraries": paths}))
+"""
+
+
+@dataclass(frozen=True)
+class LoaderCheck:
+    """What the target interpreter's process can resolve.
+
+    ``missing``: of the symbols asked about, those the interpreter (python
+    binary plus its libpython) does not export. ``libraries``: for each
+    library name, the file the dynamic loader picks in that process (None
+    when it cannot load it).
+    """
+
+    missing: tuple[str, ...]
+    libraries: dict[str, str | None]
+
+
+def check_loader(
+    python: str | None,
+    symbols: list[str] | tuple[str, ...] = (),
+    libraries: list[str] | tuple[str, ...] = (),
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+) -> LoaderCheck | None:
+    """Ask ``python`` which ``symbols`` it lacks and where ``libraries`` load from.
+
+    Runs a child of the target interpreter (its own environment, so
+    LD_LIBRARY_PATH and a conda env's libstdc++ count). Returns None when the
+    child cannot answer (no ctypes, not Linux).
+    """
+    exe = python or sys.executable
+    try:
+        result = proc.run(
+            [exe, "-c", _LOADER_CHILD, json.dumps(list(symbols)), json.dumps(list(libraries))],
+            cwd=cwd,
+            timeout=60,
+            check=False,
+        )
+    except OnboardError:
+        return None
+    if not result.ok:
+        return None
+    try:
+        data = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    return LoaderCheck(tuple(data["missing"]), dict(data["libraries"]))

@@ -1,0 +1,142 @@
+"""The CLI's contract: light start-up, exit codes scripts can trust, JSON errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import onboard.workflows.doctor as doctor_workflow
+from onboard.cli import cli
+from onboard.crash import EXIT_BUG, EXIT_INTERRUPT, EXIT_USAGE, run_cli
+from onboard.errors import OnboardError
+
+HEAVY = ("torch", "git", "github", "torchgen", "yaml", "rich")
+
+
+def _imported_top_level(importtime_stderr: str) -> set[str]:
+    # -X importtime lines: "import time: self [us] | cumulative | imported package"
+    names = set()
+    for line in importtime_stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            if name and not name.startswith("imported package"):
+                names.add(name.split(".")[0])
+    return names
+
+
+def test_help_works_and_imports_nothing_heavy(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "onboard", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage: onboard" in proc.stdout
+    assert "doctor" in proc.stdout
+    imported = _imported_top_level(proc.stderr)
+    assert "click" in imported and "onboard" in imported  # the probe really sees imports
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+def test_doctor_help_imports_nothing_heavy(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "onboard", "doctor", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--python" in proc.stdout and "--workspace" in proc.stdout and "--json" in proc.stdout
+    assert not _imported_top_level(proc.stderr) & set(HEAVY)
+
+
+@pytest.mark.parametrize("argv", [["no-such-command"], ["doctor", "--no-such-option"]])
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(cli, argv) == EXIT_USAGE == 2
+    assert "Error" in capsys.readouterr().err
+
+
+def test_console_script_exit_code_for_usage_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "onboard", "doctor", "--no-such-option"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "No such option" in proc.stderr
+
+
+def _raise(exc: BaseException):  # type: ignore[no-untyped-def]
+    def fake(*args: object, **kwargs: object) -> object:
+        raise exc
+
+    return fake
+
+
+def test_expected_failure_exits_1_with_one_paragraph(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        doctor_workflow,
+        "diagnose",
+        _raise(OnboardError("The thing is broken.", next_step="Run `onboard fix` next.")),
+    )
+    assert run_cli(cli, ["doctor"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.strip() == "Error: The thing is broken. Run `onboard fix` next."
+    assert captured.out == ""
+
+
+def test_expected_failure_in_json_mode(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        doctor_workflow, "diagnose", _raise(OnboardError("Broken.", next_step="Do X."))
+    )
+    assert run_cli(cli, ["doctor", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data == {
+        "ok": False,
+        "error": {
+            "kind": "OnboardError",
+            "message": "Broken.",
+            "next_step": "Do X.",
+            "exit_code": 1,
+        },
+    }
+
+
+def test_unexpected_error_exits_3_with_a_crash_log(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    monkeypatch.setattr(doctor_workflow, "diagnose", _raise(RuntimeError("kaboom")))
+    assert run_cli(cli, ["doctor", "-v"]) == EXIT_BUG == 3
+    err = capsys.readouterr().err
+    assert "RuntimeError: kaboom" in err and "bug in onboard" in err
+    state = Path(isolated_home / ".local" / "state")  # XDG_STATE_HOME (conftest)
+    logs = list((state / "onboard" / "logs").glob("crash-*.log"))
+    assert len(logs) == 1
+    assert str(logs[0]) in err  # the path is printed
+    text = logs[0].read_text()
+    assert text.startswith("onboard ")
+    assert "python " in text and "git version" in text and "torch " in text
+    assert "Traceback" in text and "RuntimeError: kaboom" in text
+
+
+def test_ctrl_c_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(doctor_workflow, "diagnose", _raise(KeyboardInterrupt()))
+    assert run_cli(cli, ["doctor"]) == EXIT_INTERRUPT == 130
+    assert "Interrupted." in capsys.readouterr().err
+
+
+def test_version_option(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(cli, ["--version"]) == 0
+    assert "onboard" in capsys.readouterr().out
