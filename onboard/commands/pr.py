@@ -1,0 +1,87 @@
+"""`onboard pr`: the branch as a pull request draft that follows PyTorch's conventions."""
+
+from __future__ import annotations
+
+import click
+
+from onboard.commands._common import common_options, reporter, workspace_option
+
+
+@click.command("pr")
+@click.option("--issue", type=int, default=None, help='Issue the PR fixes: adds "Fixes #N".')
+@click.option(
+    "--open",
+    "open_pr",
+    is_flag=True,
+    help="Push the branch to your fork and open (or update) a draft PR. Default: dry run.",
+)
+@click.option(
+    "--fork-remote",
+    default=None,
+    help="Remote of your fork (default: `fork`, else `origin` when it is not the upstream).",
+)
+@click.option(
+    "--api-url",
+    default="https://api.github.com",
+    show_default=True,
+    help="GitHub API root (GitHub Enterprise: https://HOST/api/v3).",
+)
+@click.option(
+    "--upstream-repo",
+    default="pytorch/pytorch",
+    show_default=True,
+    help="OWNER/NAME the PR is opened against.",
+)
+@click.option(
+    "--base",
+    default=None,
+    help="What the change is measured against (default: origin/main, upstream/main, main).",
+)
+@click.option("--title", default=None, help="PR title (default: the first commit's subject).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    help="The PyTorch checkout (default: the workspace's, else the repo around the current "
+    "folder).",
+)
+@workspace_option
+@common_options
+def pr(
+    issue: int | None,
+    open_pr: bool,
+    fork_remote: str | None,
+    api_url: str,
+    upstream_repo: str,
+    base: str | None,
+    title: str | None,
+    repo: str | None,
+    workspace: str | None,
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    """Turn the current branch into a pull request draft in PyTorch's form.
+
+    Dry run (default): lint the changed files, name the tests that cover them,
+    suggest the release-notes label, warn about binary-compatibility hazards,
+    and write PR_DRAFT.md (in the workspace, or the repo's .git folder).
+    With --open: push the branch to your fork and open a draft PR (or update
+    the open one). The token comes from GITHUB_TOKEN / GH_TOKEN or gh's config.
+    """
+    from onboard.console import emit
+    from onboard.workflows.pr import run
+
+    result = run(
+        repo=repo,
+        workspace=workspace,
+        base=base,
+        issue=issue,
+        title=title,
+        open_pr=open_pr,
+        fork_remote=fork_remote,
+        api_url=api_url,
+        upstream_repo=upstream_repo,
+        reporter=reporter(as_json, verbose),
+    )
+    emit(result, as_json=as_json, verbose=verbose)
+    return result.exit_code

@@ -1,0 +1,442 @@
+"""GitHub behind a small interface (the ghstack github.py idea).
+
+PyGithub is imported only when a client is made, so `onboard --help` and the
+offline paths never load it. Results are plain frozen dataclasses; failures
+are ``GitHubUnavailable`` (an ``OnboardError``) with ONE sentence that says
+what happened (no token, token rejected, rate limit, no network) and never
+the token itself. Tests point ``api_url`` at a loopback server
+(tests/fixtures/github_api.py, tests/fixtures/github_pulls_api.py).
+
+Two clients: ``GitHub`` (issues, for `onboard harvest`; errors as one
+sentence, since harvest goes on without enrichment) and ``PullRequests``
+(what `onboard pr --open` needs; errors with a next step).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from onboard.errors import OnboardError
+from onboard.redact import redact
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_REPO = "pytorch/pytorch"
+TOKEN_ENV = ("GITHUB_TOKEN", "GH_TOKEN")
+# PyTorch's labels for issues a newcomer can take (see the "good first issue"
+# and "actionable" label descriptions on pytorch/pytorch).
+NEWCOMER_LABELS = ("good first issue", "actionable")
+
+
+class GitHubUnavailable(OnboardError):
+    """GitHub could not be asked (no token, rejected, rate limited, offline)."""
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    number: int
+    title: str
+    state: str  # open / closed
+    labels: tuple[str, ...]
+    url: str  # the html page
+    is_pull: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "title": self.title,
+            "state": self.state,
+            "labels": list(self.labels),
+            "url": self.url,
+            "is_pull": self.is_pull,
+        }
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    number: int
+    title: str
+    state: str
+    url: str  # the html page
+    head: str  # "owner:branch"
+    base: str
+    draft: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "title": self.title,
+            "state": self.state,
+            "url": self.url,
+            "head": self.head,
+            "base": self.base,
+            "draft": self.draft,
+        }
+
+
+def _client(token: str, api_url: str, timeout: int) -> Any:
+    try:
+        from github import Auth, Github
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise GitHubUnavailable("PyGithub is not installed (`pip install PyGithub`).") from exc
+    # No retry loop and no pacing: a rate limit or a dead network must come
+    # back as one line now, not after minutes of backoff.
+    return Github(
+        auth=Auth.Token(token),
+        base_url=api_url.rstrip("/"),
+        timeout=timeout,
+        retry=None,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+        per_page=50,
+        lazy=True,  # get_repo() makes no request; get_issue() still does
+    )
+
+
+class GitHub:
+    """Issues of one repository on one GitHub API (github.com, GHE, a test server)."""
+
+    def __init__(
+        self,
+        token: str | None,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        repo: str = DEFAULT_REPO,
+        timeout: int = 10,
+    ) -> None:
+        if not token:
+            raise GitHubUnavailable(
+                "No GitHub token: set GITHUB_TOKEN or GH_TOKEN (a read-only token is enough).",
+            )
+        self.api_url = api_url.rstrip("/")
+        self.repo_name = repo
+        self._token = token
+        self._gh = _client(token, self.api_url, timeout)
+        self._repo: Any = None
+
+    # -- reads ----------------------------------------------------------
+
+    def _repository(self) -> Any:
+        if self._repo is None:
+            self._repo = self._call(lambda: self._gh.get_repo(self.repo_name))
+        return self._repo
+
+    def viewer_login(self) -> str:
+        return str(self._call(lambda: self._gh.get_user().login))
+
+    def issue(self, number: int) -> IssueInfo:
+        repo = self._repository()
+        return self._call(lambda: _issue_info(repo.get_issue(number)))
+
+    def issues_with_labels(
+        self, labels: Iterable[str] = NEWCOMER_LABELS, *, state: str = "open", limit: int = 30
+    ) -> list[IssueInfo]:
+        """Open issues carrying ANY of ``labels`` (the API ANDs a label list,
+        so each label is asked for on its own), pull requests left out."""
+        repo = self._repository()
+        seen: dict[int, IssueInfo] = {}
+        for label in labels:
+
+            def page(label: str = label) -> list[IssueInfo]:
+                found = []
+                for issue in repo.get_issues(state=state, labels=[label]):
+                    info = _issue_info(issue)
+                    if info.is_pull:
+                        continue
+                    found.append(info)
+                    if len(found) >= limit:
+                        break
+                return found
+
+            for info in self._call(page):
+                seen.setdefault(info.number, info)
+        return sorted(seen.values(), key=lambda i: -i.number)[:limit]
+
+    # -- errors ---------------------------------------------------------
+
+    def _call(self, fn: Any) -> Any:
+        return _call(fn, self.api_url, self.repo_name, self._token)
+
+
+def _call(fn: Any, api_url: str, repo_name: str, token: str) -> Any:
+    """Run one PyGithub interaction; every failure becomes one redacted sentence."""
+    from github import GithubException
+
+    try:
+        return fn()
+    except GithubException as exc:
+        raise GitHubUnavailable(redact(_explain(exc, api_url, repo_name), token)) from None
+    except OSError as exc:  # requests' ConnectionError is an OSError
+        raise GitHubUnavailable(f"Could not reach {api_url} ({type(exc).__name__}).") from None
+    except Exception as exc:
+        # requests wraps socket errors in its own exception types.
+        if type(exc).__module__.startswith(("requests", "urllib3")):
+            raise GitHubUnavailable(f"Could not reach {api_url} ({type(exc).__name__}).") from None
+        raise
+
+
+def _explain(exc: Any, api_url: str, repo_name: str) -> str:
+    status = getattr(exc, "status", None)
+    headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+    data = getattr(exc, "data", None)
+    message = data.get("message", "") if isinstance(data, dict) else ""
+    if isinstance(data, dict):
+        details = [
+            str(e.get("message") or e.get("code") or "")
+            for e in data.get("errors") or []
+            if isinstance(e, dict)
+        ]
+        details = [d for d in details if d]
+        if details:
+            message = f"{message}: {'; '.join(details)}" if message else "; ".join(details)
+    if status == 401:
+        return f"GitHub rejected the token (401 {message or 'Bad credentials'})."
+    if status in (403, 429) and (
+        headers.get("x-ratelimit-remaining") == "0" or "rate limit" in message.lower()
+    ):
+        reset = headers.get("x-ratelimit-reset")
+        when = f"; it resets at {_utc(reset)}" if reset else ""
+        return f"GitHub's API rate limit is used up{when}."
+    if status == 404:
+        return f"{repo_name}: not found on {api_url} (404 {message or 'Not Found'})."
+    return f"GitHub answered {status}: {message or exc}."
+
+
+def _utc(epoch: str) -> str:
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).strftime("%H:%M UTC")
+    except (ValueError, OSError):
+        return epoch
+
+
+def _issue_info(issue: Any) -> IssueInfo:
+    return IssueInfo(
+        number=int(issue.number),
+        title=str(issue.title or ""),
+        state=str(issue.state or ""),
+        labels=tuple(str(label.name) for label in issue.labels),
+        url=str(issue.html_url or ""),
+        # Not `issue.pull_request`: on a listed issue without that key PyGithub
+        # fetches the issue again to "complete" it, one request per issue.
+        is_pull="/pull/" in str(issue.html_url or ""),
+    )
+
+
+def _pull_info(pull: Any) -> PullInfo:
+    return PullInfo(
+        number=int(pull.number),
+        title=str(pull.title or ""),
+        state=str(pull.state or ""),
+        url=str(pull.html_url or ""),
+        head=str(pull.head.label or ""),
+        base=str(pull.base.ref or ""),
+        draft=bool(pull.draft),
+    )
+
+
+# --- onboard pr: token lookup, pull requests ---
+# (this section belongs to `onboard pr`; it reuses GitHubUnavailable,
+# PullInfo and _pull_info from above and adds the token from gh's config
+# file, and errors that name the next step for each failure)
+
+_ENTERPRISE_TOKEN_ENV = ("GITHUB_ENTERPRISE_TOKEN", "GH_ENTERPRISE_TOKEN")
+
+
+def web_host(api_url: str) -> str:
+    """The git/web host behind an API URL: api.github.com -> github.com,
+    https://ghe.example/api/v3 -> ghe.example (GitHub Enterprise)."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(api_url).hostname or "").lower()
+    return "github.com" if host == "api.github.com" else host
+
+
+@dataclass(frozen=True)
+class Token:
+    """A GitHub token and where it came from; ``repr``/``str`` never show the value."""
+
+    value: str
+    source: str  # "GITHUB_TOKEN", "GH_TOKEN", "gh config (<path>)"
+
+    def __repr__(self) -> str:
+        return f"Token(source={self.source!r})"
+
+    __str__ = __repr__
+
+
+def gh_hosts_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "gh" / "hosts.yml"
+
+
+def find_token(api_url: str = DEFAULT_API_URL) -> Token | None:
+    """GITHUB_TOKEN / GH_TOKEN (the *_ENTERPRISE_TOKEN pair first for other
+    hosts, as gh does), else ``oauth_token`` for the host in gh's hosts.yml.
+
+    Recent gh versions keep the token in the system keyring instead; then
+    hosts.yml has none and the caller asks for GH_TOKEN=$(gh auth token).
+    """
+    host = web_host(api_url)
+    names = TOKEN_ENV if host == "github.com" else (*_ENTERPRISE_TOKEN_ENV, *TOKEN_ENV)
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return Token(value, name)
+    path = gh_hosts_file()
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    entry = data.get(host) if isinstance(data, dict) else None
+    if isinstance(entry, dict):
+        found = entry.get("oauth_token")
+        if isinstance(found, str) and found.strip():
+            return Token(found.strip(), f"gh config ({path})")
+    return None
+
+
+class PullRequests:
+    """The calls `onboard pr --open` makes on the upstream repository.
+
+    Retries and pacing are off: a rate limit or an outage is told at once
+    (re-running is safe) instead of sleeping until the limit resets.
+    """
+
+    def __init__(self, token: Token, *, api_url: str, upstream_repo: str) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.upstream_repo = upstream_repo
+        self._token = token
+        self._gh: Any = None
+        self._repo: Any = None
+
+    def _client(self) -> Any:
+        if self._gh is None:
+            self._gh = _client(self._token.value, self.api_url, 30)
+        return self._gh
+
+    def _call(self, what: str, fn: Any) -> Any:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - translated, or re-raised unchanged
+            raise _pr_error(exc, what=what, api_url=self.api_url, token=self._token) from None
+
+    def login(self) -> str:
+        """GET /user: the token works; the login names the fork's owner."""
+        what = "checking the token (GET /user)"
+        return str(self._call(what, lambda: self._client().get_user().login))
+
+    def upstream_default_branch(self) -> str:
+        """GET /repos/{owner}/{repo}: the upstream is visible; its default branch."""
+
+        def get() -> str:
+            self._repo = self._client().get_repo(self.upstream_repo)
+            return str(self._repo.default_branch)
+
+        return str(self._call(f"reading {self.upstream_repo}", get))
+
+    def _upstream(self) -> Any:
+        if self._repo is None:
+            self.upstream_default_branch()
+        return self._repo
+
+    def find_open(self, head: str) -> PullInfo | None:
+        def find() -> PullInfo | None:
+            for pull in self._upstream().get_pulls(state="open", head=head):
+                return _pull_info(pull)
+            return None
+
+        result: PullInfo | None = self._call(f"looking for an open pull request from {head}", find)
+        return result
+
+    def create_draft(self, *, base: str, head: str, title: str, body: str) -> PullInfo:
+        def create() -> PullInfo:
+            return _pull_info(
+                self._upstream().create_pull(
+                    base=base, head=head, title=title, body=body,
+                    draft=True, maintainer_can_modify=True,
+                )
+            )  # fmt: skip
+
+        result: PullInfo = self._call(f"opening a draft pull request from {head}", create)
+        return result
+
+    def update(self, number: int, *, title: str, body: str) -> PullInfo:
+        def edit() -> PullInfo:
+            pull = self._upstream().get_pull(number)
+            pull.edit(title=title, body=body)
+            return _pull_info(pull)
+
+        result: PullInfo = self._call(f"updating pull request #{number}", edit)
+        return result
+
+
+def _pr_error(exc: Exception, *, what: str, api_url: str, token: Token) -> Exception:
+    """A PyGithub/requests failure as one paragraph with its next step."""
+    from github import GithubException
+
+    if not isinstance(exc, GithubException):
+        if isinstance(exc, OSError) or type(exc).__module__.startswith(("requests", "urllib3")):
+            refused = "Connection refused" in str(exc)
+            reason = "Connection refused" if refused else type(exc).__name__
+            return GitHubUnavailable(
+                f"Could not reach the GitHub API at {api_url} while {what} ({reason}).",
+                next_step="Check the network (or --api-url for GitHub Enterprise) and run the "
+                "command again; nothing was opened on GitHub.",
+            )
+        return exc
+    status = exc.status
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    data = exc.data if isinstance(exc.data, dict) else {}
+    message = redact(str(data.get("message") or ""), token.value)
+    if status == 401:
+        return GitHubUnavailable(
+            f"GitHub rejected the token from {token.source} (401 {message or 'Bad credentials'}) "
+            f"while {what}: it is wrong, expired or revoked. Nothing was pushed.",
+            next_step="Make a new one (`gh auth login`, then `export GH_TOKEN=$(gh auth token)`, "
+            "or a classic token with the `public_repo` scope) and run the command again.",
+        )
+    if status in (403, 429) and (
+        headers.get("x-ratelimit-remaining") == "0" or "rate limit" in message.lower()
+    ):
+        reset = headers.get("x-ratelimit-reset")
+        when = f" The limit resets at {_utc(reset)}." if reset else ""
+        return GitHubUnavailable(
+            f"GitHub's API rate limit was hit while {what} ({status} {message}).{when}",
+            next_step="Wait for the reset and run the command again; nothing is left half done "
+            "(a branch already pushed is reused).",
+        )
+    if status == 403:
+        return GitHubUnavailable(
+            f"GitHub refused {what} (403 {message or 'Forbidden'}): the token from "
+            f"{token.source} lacks the permission.",
+            next_step="Use a classic token with the `public_repo` scope (or a fine-grained one "
+            "allowed to open pull requests on the upstream) and run the command again.",
+        )
+    if status == 404:
+        return GitHubUnavailable(
+            f"GitHub answered 404 while {what}: the repository does not exist on this server "
+            f"or the token from {token.source} cannot see it.",
+            next_step="Check --upstream-repo (default pytorch/pytorch) and --api-url, then run "
+            "the command again.",
+        )
+    errors = data.get("errors") if isinstance(data.get("errors"), list) else []
+    details = "; ".join(
+        redact(str(e.get("message") or e), token.value) if isinstance(e, dict) else str(e)
+        for e in errors or []
+    )
+    return GitHubUnavailable(
+        f"GitHub answered {status} while {what}: {message or 'no message'}"
+        + (f" ({details})" if details else "")
+        + ".",
+        next_step="Fix what GitHub names and run the command again (re-running is safe: an "
+        "open pull request for the branch is updated, not duplicated).",
+    )

@@ -1,0 +1,314 @@
+"""`onboard pr`: turn the current branch into a pull request PyTorch reviewers can take.
+
+Steps: find the change (branch since its merge-base with upstream), lint it
+with lintrunner, name the tests that cover it, suggest the required label,
+scan for binary-compatibility hazards, render title and body from
+templates/pr/, write PR_DRAFT.md; with ``open_pr`` push to the fork and open
+(or update) a draft PR through the GitHub adapter.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard import git
+from onboard.errors import OnboardError
+from onboard.github import DEFAULT_API_URL, find_token, gh_hosts_file, web_host
+from onboard.redact import redact
+from onboard.report import Reporter
+from onboard.workflows.pr import abi, draft, labels, lint, testplan
+from onboard.workflows.pr.change import (
+    Change,
+    authors_easycla_cannot_match,
+    collect,
+    resolve_repo,
+)
+from onboard.workflows.pr.publish import REMINDERS, Published, publish
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+DEFAULT_UPSTREAM = "pytorch/pytorch"
+
+
+@dataclass
+class PrResult:
+    change: Change
+    title: str
+    body: str
+    draft_text: str
+    draft_path: Path
+    draft_backup: Path | None
+    lint: lint.LintResult
+    tests: list[testplan.TestCommand]
+    label: labels.LabelSuggestion
+    hazards: list[abi.Hazard]
+    issue: int | None
+    published: Published | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        # Lint errors are a finding: the draft is written, but the PR is not ready.
+        return 1 if self.lint.errors else 0
+
+    @property
+    def reminders(self) -> list[str]:
+        return list(REMINDERS) if self.published else []
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.change
+        return {
+            "ok": self.exit_code == 0,
+            "repo": str(c.repo),
+            "branch": c.branch,
+            "base": c.base,
+            "merge_base": c.merge_base,
+            "head": c.head,
+            "commits": [{"sha": k.sha, "subject": k.subject} for k in c.commits],
+            "changed_files": [{"status": f.status, "path": f.path} for f in c.files],
+            "uncommitted": list(c.uncommitted),
+            "lint": self.lint.to_json(),
+            "tests": [t.to_json() for t in self.tests],
+            "label": self.label.to_json(),
+            "bc_warnings": [h.to_json() for h in self.hazards],
+            "issue": self.issue,
+            "title": self.title,
+            "body": self.body,
+            "draft_path": str(self.draft_path),
+            "draft_backup": str(self.draft_backup) if self.draft_backup else None,
+            "dry_run": self.published is None,
+            "pull_request": self.published.to_json() if self.published else None,
+            "reminders": self.reminders,
+            "notes": list(self.notes),
+        }
+
+    def render(self, console: Console, verbose: bool) -> None:
+        from rich.markup import escape
+        from rich.rule import Rule
+
+        c = self.change
+        console.print(
+            f"[bold]{escape(c.branch)}[/]: {len(c.commits)} commit(s), {len(c.files)} file(s) "
+            f"since {escape(c.base)} ({c.merge_base[:12]})"
+        )
+        if verbose:
+            for k in c.commits:
+                console.print(f"  {k.sha[:12]} {escape(k.subject)}")
+            for f in c.files:
+                console.print(f"  {f.status} {escape(f.path)}")
+        console.print(f"Title: {escape(self.title)}")
+        lint_style = "red" if self.lint.errors else ("green" if self.lint.ran else "yellow")
+        console.print(f"Lint: [{lint_style}]{escape(self.lint.summary())}[/]")
+        for m in self.lint.messages[: (None if verbose else 10)]:
+            where = f"{m.path}:{m.line}" if m.line else m.path
+            console.print(
+                f"  {m.severity} {escape(where)} [{escape(m.code)}] {escape(m.description)}"
+            )
+        if self.tests:
+            console.print("Tests covering the change (not run by onboard):")
+            for t in self.tests:
+                missing = "" if t.present else " [dim](not in this checkout)[/]"
+                console.print(f"  {escape(t.command)}{missing}")
+        else:
+            console.print(
+                "[yellow]No test file maps to the changed paths[/]: "
+                "say in the test plan how you tested it."
+            )
+        console.print(
+            f"Label: [bold]{escape(self.label.label)}[/] ({escape(self.label.reason)}); "
+            f"without label rights comment: {escape(self.label.bot_comment)}"
+        )
+        for h in self.hazards:
+            console.print(
+                f"[bold yellow]Binary compatibility warning[/] ({h.kind}) "
+                f"{escape(h.path)}: {escape(h.message)}"
+            )
+            for line in h.lines:
+                console.print(f"    {escape(line)}")
+        if c.uncommitted:
+            console.print(
+                f"[yellow]{len(c.uncommitted)} uncommitted change(s) are NOT in the pull "
+                "request[/] (commit them and run `onboard pr` again):"
+            )
+            for line in c.uncommitted[:20]:
+                console.print(f"    {escape(line)}")
+        for note in self.notes:
+            console.print(f"[yellow]Note:[/] {escape(note)}")
+        if self.draft_backup:
+            console.print(f"Your edited draft was kept as {self.draft_backup}.")
+        if self.published is None:
+            console.print(Rule(f"{self.draft_path} (dry run: nothing sent)"))
+            console.print(escape(self.draft_text), markup=True, highlight=False)
+            console.print(Rule())
+            issue = f" --issue {self.issue}" if self.issue else ""
+            console.print(
+                f"Next: `onboard pr --open{issue}` pushes the branch to your fork "
+                "and opens this as a draft PR."
+            )
+        else:
+            p = self.published
+            verb = "Opened draft pull request" if p.action == "created" else "Updated pull request"
+            console.print(f"Draft: {self.draft_path}")
+            console.print(f"Pushed {escape(c.branch)} to {escape(p.remote)} ({escape(p.pushed)}).")
+            console.print(f"[bold green]{verb} #{p.number}[/]: {escape(p.url)}")
+            console.print(f"Add the label with a comment: {escape(self.label.bot_comment)}")
+            for r in self.reminders:
+                console.print(f"  - {escape(r)}")
+
+
+def run(
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    base: str | None = None,
+    issue: int | None = None,
+    title: str | None = None,
+    open_pr: bool = False,
+    fork_remote: str | None = None,
+    api_url: str = DEFAULT_API_URL,
+    upstream_repo: str = DEFAULT_UPSTREAM,
+    reporter: Reporter | None = None,
+) -> PrResult:
+    from onboard import workspace as ws_mod
+
+    reporter = reporter or Reporter()
+    if issue is not None and issue <= 0:
+        from onboard.errors import BadInput
+
+        raise BadInput(
+            f"--issue {issue} is not an issue number.", next_step="Pass e.g. --issue 12345."
+        )
+    ws = None
+    if repo is None or workspace is not None:
+        ws = ws_mod.find(workspace)
+    repo_path = resolve_repo(repo, ws.checkout_path if ws else None)
+    if ws is not None and repo is not None and git.get_root(ws.checkout_path) != repo_path:
+        ws = None  # --repo names another checkout: the workspace does not describe it
+    notes: list[str] = []
+
+    reporter.step(f"reading the change in {repo_path}")
+    fallback = ws.commit if ws else None
+    if ws is not None and ws.is_reference:
+        # `onboard setup --from-wheel` commits the tree on its own branch.
+        from onboard.workflows.reference_tree import BRANCH
+
+        fallback = BRANCH.removeprefix("refs/heads/")
+    change = collect(repo_path, base=base, fallback_commit=fallback, upstream_repo=upstream_repo)
+
+    lint_result = lint.run_lintrunner(change.repo, change.existing_paths, reporter)
+    tests = testplan.tests_for(change)
+    label = labels.suggest_label(change.paths)
+    hazards = abi.find_hazards(
+        git.diff_text(change.repo, change.merge_base, change.head, abi.SCAN_PATHS)
+    )
+    odd_authors = authors_easycla_cannot_match(change)
+    if odd_authors:
+        notes.append(
+            f"Commit author {', '.join(odd_authors)} is not an email GitHub knows, and EasyCLA "
+            "checks every commit's author: set yours (`git config user.email you@example.com`), "
+            f"then `git rebase --exec 'git commit --amend --no-edit --reset-author' {change.base}`."
+        )
+    if ws is not None and ws.is_reference:
+        notes.append(
+            ws.limitation("Opening a pull request")
+            or "This checkout is the reference tree rebuilt from the wheel."
+        )
+
+    pr_title = (title or "").strip() or draft.default_title(change.commits)
+    lint_clean = lint_result.status == lint.CLEAN
+    body_ctx = {
+        "summary": draft.summary(change.commits),
+        "issue": issue,
+        "lint_ran": lint_result.ran,
+        "lint_line": _lint_line(lint_result, len(change.existing_paths)),
+        "tests": tests,
+        "checkboxes": draft.template_checkboxes(change.repo, lint_clean=lint_clean),
+    }
+    body = draft.render_body(body_ctx)
+    draft_text = draft.render_draft(
+        {
+            "branch": change.branch,
+            "base": change.base,
+            "merge_base": change.merge_base,
+            "n_commits": len(change.commits),
+            "title": pr_title,
+            "body": body,
+            "label": label,
+            "lint_summary": lint_result.summary(),
+            "hazards": hazards,
+            "uncommitted": change.uncommitted,
+            "notes": notes,
+            "issue": issue,
+        }
+    )
+    path = draft.draft_location(change, ws.root if ws else None, git.absolute_git_dir(change.repo))
+    backup = draft.write_draft(path, draft_text)
+    result = PrResult(
+        change=change,
+        title=pr_title,
+        body=body,
+        draft_text=draft_text,
+        draft_path=path,
+        draft_backup=backup,
+        lint=lint_result,
+        tests=tests,
+        label=label,
+        hazards=hazards,
+        issue=issue,
+        notes=notes,
+    )
+    if not open_pr:
+        return result
+
+    if ws is not None and ws.is_reference:
+        raise OnboardError(
+            ws.limitation("Opening a pull request") or "This checkout cannot be sent as a PR.",
+            next_step=f"The draft is in {path}.",
+        )
+    if lint_result.errors:
+        raise OnboardError(
+            f"lintrunner reported {len(lint_result.errors)} error(s) in the changed files, and "
+            "PyTorch's CI would fail the PR on them; nothing was pushed.",
+            next_step="Run `lintrunner -a` (it applies the fixes it can), commit, and run "
+            f"`onboard pr --open` again. The draft is in {path}.",
+        )
+    token = find_token(api_url)
+    if token is None:
+        raise OnboardError(
+            f"No GitHub token for {web_host(api_url)}: GH_TOKEN and GITHUB_TOKEN are unset and "
+            f"{gh_hosts_file()} has no oauth_token for it. Nothing was pushed.",
+            next_step="Run `gh auth login` then `export GH_TOKEN=$(gh auth token)`, or export "
+            "GITHUB_TOKEN with a classic token that has the `public_repo` scope, and run "
+            "`onboard pr --open` again.",
+        )
+    try:
+        result.published = publish(
+            change,
+            title=pr_title,
+            body=body,
+            token=token,
+            api_url=api_url,
+            upstream_repo=upstream_repo,
+            fork_remote=fork_remote,
+            reporter=reporter,
+        )
+    except OnboardError as exc:
+        # Belt and braces: whatever a server echoed back, the token is not repeated.
+        exc.message = redact(exc.message, token.value)
+        raise
+    return result
+
+
+def _lint_line(result: lint.LintResult, n_files: int) -> str:
+    if result.status == lint.CLEAN:
+        return f"`lintrunner` on the {n_files} changed file(s): no lint issues"
+    if result.status == lint.ISSUES:
+        return (
+            f"`lintrunner` on the {n_files} changed file(s): {len(result.messages)} issue(s) "
+            "left (see the PR's lint job)"
+        )
+    return ""
