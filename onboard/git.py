@@ -609,7 +609,16 @@ def commit_staged(repo: str | os.PathLike[str], message: str) -> str:
             "GIT_COMMITTER_NAME": "onboard",
             "GIT_COMMITTER_EMAIL": "onboard@localhost",
         }
-    git(repo, "commit", "-q", "--no-verify", "-m", message, extra_env=extra, what="committing the scaffold")
+    git(
+        repo,
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        message,
+        extra_env=extra,
+        what="committing the scaffold",
+    )
     sha = head_sha(repo)
     assert sha is not None
     return sha
@@ -645,3 +654,40 @@ def unshallow(
         on_line=on_line or (lambda _line: None),
         idle_timeout=idle_timeout,
     )
+
+
+def status_v2(repo: str | os.PathLike[str], *, timeout: float = 120) -> tuple[str | None, list[str]] | None:
+    """(HEAD sha, changed or untracked paths) from ``git status --porcelain=v2 -z``.
+
+    Paths are relative to the top of the work tree; renames come as a delete
+    and an add. None when git cannot say (not a repository, git failed).
+    """
+    result = git(
+        repo,
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--untracked-files=all",
+        "--no-renames",
+        "--ignore-submodules=dirty",
+        check=False,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        return None
+    head: str | None = None
+    paths: list[str] = []
+    for entry in result.stdout.split("\0"):
+        if entry.startswith("# branch.oid "):
+            oid = entry.split()[2]
+            head = oid if oid != "(initial)" else None
+        elif entry.startswith(("1 ", "u ")):
+            # "1 XY sub mH mI mW hH hI path" / "u XY sub m1 m2 m3 mW h1 h2 h3 path"
+            fields = 9 if entry[0] == "1" else 11
+            parts = entry.split(" ", fields - 1)
+            if len(parts) == fields:
+                paths.append(parts[-1])
+        elif entry.startswith("? "):
+            paths.append(entry[2:])
+    return head, paths

@@ -1,0 +1,120 @@
+"""Benchmark `onboard bisect` on PyTorch-shaped histories with a Python-only regression.
+
+For N = 256, 1024, 4096 commits (seeded from the installed wheel, merge-bot
+messages, every 5th commit touching C++), it prints:
+- repro executions against ceil(log2 N) + 2 (the target: at most that per repeat);
+- builds (target: 0, the regression and the path to it are Python-only);
+- wall time per tested commit beyond the repro's own time, against the same
+  figure for plain `git bisect run` on the same history in the same process.
+
+Run: python bench/bench_bisect.py
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fixtures.pytorch_repo import REGRESSION_MODULE, build_pytorch_repo  # noqa: E402
+
+from onboard.report import Reporter  # noqa: E402
+from onboard.workflows.bisect import run_bisect  # noqa: E402
+
+SIZES = (256, 1024, 4096)
+
+# The seeded tree's torch/__init__.py is the wheel's and needs the compiled
+# torch._C, so the repro loads the one module it checks straight from its file
+# in the checkout (the first entry of PYTHONPATH).
+REPRO = f"""\
+import importlib.util
+import os
+import sys
+
+checkout = os.environ["PYTHONPATH"].split(os.pathsep)[0]
+spec = importlib.util.spec_from_file_location(
+    "torch._onboard_regression", os.path.join(checkout, {REGRESSION_MODULE!r})
+)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+sys.exit(0 if module.check() else 1)
+"""
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+
+
+def plain_git_bisect_run(
+    repo: Path, good: str, repro: Path, work: Path
+) -> tuple[float, int, float]:
+    """(wall seconds, repro runs, seconds inside the repro) of plain `git bisect run`.
+
+    The repro's own time is taken around it by the shell step (`date +%s%N`),
+    the same span onboard's figure subtracts (process start to exit).
+    """
+    times = work / "git-run-times.txt"
+    times.write_text("")
+    step = (
+        f"s=$(date +%s%N); PYTHONPATH={repo} {sys.executable} {repro}; rc=$?; "
+        f"e=$(date +%s%N); echo $((e - s)) >> {times}; exit $rc"
+    )
+    start = time.perf_counter()
+    _git(repo, "bisect", "start", "--first-parent", "HEAD", good)
+    _git(repo, "bisect", "run", "sh", "-c", step)
+    wall = time.perf_counter() - start
+    _git(repo, "bisect", "reset", "main")
+    spans = [int(x) / 1e9 for x in times.read_text().split()]
+    return wall, len(spans), sum(spans)
+
+
+def one(size: int, work: Path) -> None:
+    regression_at = (size * 2) // 3 + 1
+    info = build_pytorch_repo(
+        work / f"pytorch-{size}", commits=size, regression_at=regression_at, seed_from_wheel=True
+    )
+    repro = work / "repro.py"
+    repro.write_text(REPRO)
+    start = time.perf_counter()
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=Reporter())
+    wall = time.perf_counter() - start
+    c = result.commits
+    assert c is not None and c.culprit is not None
+    if c.culprit.sha != info.regression_sha:
+        raise SystemExit(f"wrong culprit for N={size}: {c.culprit.sha} != {info.regression_sha}")
+    repro_s = sum(s.verdict.seconds for s in c.steps if s.verdict)
+    tested = len(c.steps)
+    overhead = (wall - repro_s) / tested
+    mean_repro = repro_s / c.executions
+
+    git_wall, git_runs, git_repro_s = plain_git_bisect_run(info.path, info.commits[0], repro, work)
+    git_overhead = (git_wall - git_repro_s) / max(git_runs, 1)
+
+    target = math.ceil(math.log2(size)) + 2
+    print(
+        f"N={size}: repro executions: {c.executions} "
+        f"(ratio {c.executions / target:.2f} vs ceil(log2 N) + 2 = {target}; "
+        f"plain git bisect run: {git_runs} + 0 checks)"
+    )
+    print(f"N={size}: builds: {c.builds} (target 0)")
+    print(
+        f"N={size}: wall per tested commit beyond the repro: {overhead * 1000:.0f} ms "
+        f"(ratio {overhead / git_overhead:.2f} vs plain "
+        f"`git bisect run` {git_overhead * 1000:.0f} ms; repro itself {mean_repro * 1000:.0f} ms)"
+    )
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-bisect-") as tmp:
+        for size in SIZES:
+            one(size, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

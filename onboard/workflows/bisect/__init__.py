@@ -1,0 +1,401 @@
+"""`onboard bisect repro.py`: the commit (or release) that changed what the repro does.
+
+``run_bisect`` resolves the repository and interpreter, refuses what cannot
+work before anything moves (a dirty tree, a bisect in progress, a GPU repro on
+a machine without a GPU), optionally bisects released wheels first, then
+steps ``git bisect`` over the commits, and always puts the repository back.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from onboard import git, workspace
+from onboard.errors import BadInput, OnboardError
+from onboard.report import Reporter
+from onboard.workflows.bisect.builds import MODES, Builder, require_session_for_always
+from onboard.workflows.bisect.commits import CommitBisector, Terms
+from onboard.workflows.bisect.guard import Original, RepoGuard, check_startable, stamp
+from onboard.workflows.bisect.model import BisectResult, CommitBisect, CommitInfo, Step, WheelBisect
+from onboard.workflows.bisect.runner import ReproRunner, gpu_available, uses_cuda
+from onboard.workflows.bisect.wheels import (
+    VenvCache,
+    WheelBisector,
+    list_versions,
+    pick_range,
+    python_version,
+)
+
+__all__ = [
+    "BisectResult",
+    "CommitBisect",
+    "CommitInfo",
+    "Step",
+    "Terms",
+    "WheelBisect",
+    "run_bisect",
+]
+
+ON_CRASH = ("bad", "skip")
+# git refuses these as terms (builtin/bisect.c: check_term_format).
+_RESERVED_TERMS = {
+    "help",
+    "start",
+    "skip",
+    "next",
+    "reset",
+    "visualize",
+    "view",
+    "replay",
+    "log",
+    "run",
+    "terms",
+}
+_TERM = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def terms_from(term_old: str | None, term_new: str | None) -> Terms:
+    if (term_old is None) != (term_new is None):
+        raise BadInput(
+            "--term-old and --term-new go together.",
+            next_step="To find a fix: --term-old broken --term-new fixed.",
+        )
+    if term_old is None or term_new is None:
+        return Terms()
+    for flag, term in (("--term-old", term_old), ("--term-new", term_new)):
+        if not _TERM.match(term) or term in _RESERVED_TERMS:
+            raise BadInput(
+                f"{flag} {term!r} cannot be a git bisect term (one word, not a bisect subcommand).",
+                next_step="For example: --term-old broken --term-new fixed.",
+            )
+    if term_old == term_new:
+        raise BadInput("--term-old and --term-new must differ.", next_step="E.g. broken / fixed.")
+    if term_old in ("bad", "new") or term_new in ("good", "old"):
+        raise BadInput(
+            f"git only accepts 'good'/'old' as the old term and 'bad'/'new' as the new one "
+            f"(got {term_old}/{term_new}).",
+            next_step="To find a fix: --term-old broken --term-new fixed.",
+        )
+    return Terms(term_old, term_new)
+
+
+def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool) -> Path | None:
+    if repo:
+        return git.get_root(Path(repo).expanduser())
+    if ws is not None:
+        if ws.is_reference:
+            raise OnboardError(
+                ws.limitation("Bisecting commits") or "This workspace cannot be bisected.",
+                next_step="Or pass --repo with a git checkout that has the history.",
+            )
+        return git.get_root(ws.checkout_path)
+    if git.is_repo(Path.cwd()):
+        return git.get_root(Path.cwd())
+    if wheels:
+        return None
+    raise OnboardError(
+        f"No repository to bisect: {Path.cwd()} is not inside a git checkout and no onboard "
+        "workspace was found.",
+        next_step="Pass --repo /path/to/pytorch, run inside your workspace, or pass --workspace.",
+    )
+
+
+def _resolve_rev(repo: Path, ref: str, flag: str) -> str:
+    sha = git.rev_parse(repo, ref)
+    if sha:
+        return sha
+    shallow = git.out(repo, "rev-parse", "--is-shallow-repository") == "true"
+    raise BadInput(
+        f"{flag} {ref} is not a commit in {repo}"
+        + (" (the checkout is shallow, so older commits are not there)." if shallow else "."),
+        next_step=(
+            f"Fetch the history: `git -C {repo} fetch --unshallow --tags origin`."
+            if shallow
+            else f"Fetch tags with `git -C {repo} fetch --tags origin`, or pick a commit from "
+            f"`git -C {repo} log --oneline --first-parent`."
+        ),
+    )
+
+
+def _log_path(repo: Path, ws: workspace.Workspace | None, run_stamp: str) -> Path:
+    if ws is not None:
+        return ws.root / "bisect" / f"onboard-bisect-{run_stamp}.log"
+    return git.git_dir(repo) / f"onboard-bisect-{run_stamp}.log"
+
+
+class _PlainText(Reporter):
+    """Forwards to a rich reporter with markup escaped: commit subjects such as
+    ``[inductor] Fix ...`` and build output are text, not rich markup."""
+
+    def __init__(self, inner: Reporter) -> None:
+        super().__init__(messages=inner.messages, verbose=inner.verbose)
+        self._inner = inner
+
+    def step(self, message: str) -> None:
+        from rich.markup import escape
+
+        self._inner.step(escape(message))
+
+    def detail(self, message: str) -> None:
+        from rich.markup import escape
+
+        self._inner.detail(escape(message))
+
+    def task(self, description: str, total: float | None = None) -> Any:
+        return self._inner.task(description, total)
+
+
+def run_bisect(
+    repro: str | Path,
+    *,
+    good: str,
+    bad: str = "HEAD",
+    repeat: int = 1,
+    timeout: float | None = None,
+    term_old: str | None = None,
+    term_new: str | None = None,
+    on_crash: str = "bad",
+    build: str = "auto",
+    first_parent: bool = True,
+    wheels: bool = False,
+    package: str = "torch",
+    index_url: str | None = None,
+    find_links: str | None = None,
+    repo: str | None = None,
+    workspace_dir: str | None = None,
+    python: str | None = None,
+    reporter: Reporter | None = None,
+    venv_root: Path | None = None,
+) -> BisectResult:
+    reporter = reporter or Reporter()
+    if type(reporter) is not Reporter:
+        reporter = _PlainText(reporter)
+    repro_path = Path(repro).expanduser().resolve()
+    if not repro_path.is_file():
+        raise BadInput(
+            f"The repro {repro} does not exist.",
+            next_step="Pass the path of a Python file that exits 0 when all is well and non-zero "
+            "when the problem shows.",
+        )
+    if repeat < 1:
+        raise BadInput("--repeat must be at least 1.", next_step="E.g. --repeat 3.")
+    if timeout is not None and timeout <= 0:
+        raise BadInput("--timeout must be a positive number of seconds.", next_step="E.g. 300.")
+    if on_crash not in ON_CRASH:
+        raise BadInput(f"--on-crash is bad or skip, not {on_crash!r}.", next_step="")
+    if build not in MODES:
+        raise BadInput(f"--build is never, auto or always, not {build!r}.", next_step="")
+    terms = terms_from(term_old, term_new)
+    if wheels and (good is None or bad in (None, "HEAD")):
+        raise BadInput(
+            "--wheels needs release versions for both --good and --bad.",
+            next_step="For example: `onboard bisect repro.py --wheels --good 2.11.0 --bad 2.13.0`.",
+        )
+
+    ws = workspace.find(workspace_dir)
+    repo_root = _resolve_repo(repo, ws, wheels)
+    interpreter = python or (ws.python if ws else None) or sys.executable
+    if shutil.which(interpreter) is None and not Path(interpreter).is_file():
+        raise BadInput(
+            f"The interpreter {interpreter} was not found.",
+            next_step="Pass --python with the path of the interpreter your repro runs with.",
+        )
+
+    # A GPU repro on a machine without a usable GPU: refused before anything moves.
+    source = repro_path.read_text(encoding="utf-8", errors="replace")
+    gpu_why = ""
+    if uses_cuda(source):
+        has_gpu, gpu_why = gpu_available(interpreter)
+        if not has_gpu:
+            raise OnboardError(
+                f"The repro {repro_path.name} uses CUDA, and this machine has no GPU it can use "
+                f'({gpu_why}). Bisecting it here would read "no GPU" as the bug, so onboard will '
+                "not start.",
+                next_step="Run the same `onboard bisect` on a machine with an NVIDIA GPU and a "
+                "CUDA build of torch (or make the repro reproduce on CPU).",
+            )
+
+    # With --wheels, a repository found only from the current folder may be the
+    # user's own project: it is checked once its release tags are known to be there.
+    from_cwd = wheels and not repo and ws is None
+    original: Original | None = check_startable(repo_root) if repo_root and not from_cwd else None
+    if repo_root is not None and not wheels:
+        old_sha = _resolve_rev(repo_root, good, "--good")
+        new_sha = _resolve_rev(repo_root, bad, "--bad")
+        _check_bounds(repo_root, good, bad, old_sha, new_sha, first_parent)
+
+    result = BisectResult(
+        repro=str(repro_path),
+        python=interpreter,
+        repeat=repeat,
+        timeout=timeout,
+        on_crash=on_crash,
+        build=build,
+    )
+    runner = ReproRunner(repro_path, interpreter, timeout, on_crash)
+    try:
+        if repo_root is not None and repro_path.is_relative_to(repo_root.resolve()):
+            # The repro lives in the tree bisect rewrites: run a copy, the same at every step.
+            copy = runner.workdir / "repro" / repro_path.name
+            copy.parent.mkdir(parents=True)
+            shutil.copy2(repro_path, copy)
+            runner.repro = copy
+        old_ref, new_ref = good, bad
+        if wheels:
+            result.wheels = _wheel_level(
+                package,
+                good,
+                bad,
+                index_url,
+                find_links,
+                interpreter,
+                ws,
+                venv_root,
+                runner,
+                reporter,
+                repeat,
+                terms,
+                gpu_why,
+            )
+            w = result.wheels
+            if repo_root is None:
+                result.notes.append(
+                    "No repository to continue at the commit level: pass --repo with a checkout "
+                    f"that has the v{_public(w.last_old)} and v{_public(w.first_new)} tags."
+                )
+                return result
+            old_ref, new_ref = f"v{_public(w.last_old)}", f"v{_public(w.first_new)}"
+            missing = [r for r in (old_ref, new_ref) if git.rev_parse(repo_root, r) is None]
+            if missing:
+                result.notes.append(
+                    f"The repository {repo_root} has no tag {' or '.join(missing)}, so the commit "
+                    f"level was not run (fetch tags: `git -C {repo_root} fetch --tags origin`)."
+                )
+                return result
+            if original is None:
+                original = check_startable(repo_root)
+            old_sha = _resolve_rev(repo_root, old_ref, "--good")
+            new_sha = _resolve_rev(repo_root, new_ref, "--bad")
+            _check_bounds(repo_root, old_ref, new_ref, old_sha, new_sha, first_parent)
+        assert repo_root is not None and original is not None
+        result.commits = _commit_level(
+            repo_root,
+            ws,
+            original,
+            runner,
+            reporter,
+            build,
+            repeat,
+            first_parent,
+            terms,
+            old_ref,
+            new_ref,
+            old_sha,
+            new_sha,
+            gpu_why,
+        )
+        return result
+    finally:
+        runner.close()
+
+
+def _public(version: str | None) -> str:
+    from packaging.version import Version
+
+    return Version(version).public if version else ""
+
+
+def _check_bounds(
+    repo: Path, old_ref: str, new_ref: str, old: str, new: str, first_parent: bool
+) -> None:
+    if old == new:
+        raise BadInput(
+            f"--good {old_ref} and --bad {new_ref} are the same commit ({old[:10]}).",
+            next_step="Pass an older --good (a release tag or a commit where the repro passes).",
+        )
+    if git.count_range(repo, old, new, first_parent=first_parent) == 0:
+        raise BadInput(
+            f"--bad {new_ref} has no commit that --good {old_ref} lacks: --good must be older.",
+            next_step="Swap them; to find the commit that fixed something, keep --good as the "
+            "older commit and add --term-old broken --term-new fixed.",
+        )
+
+
+def _wheel_level(
+    package: str,
+    good: str,
+    bad: str,
+    index_url: str | None,
+    find_links: str | None,
+    python: str,
+    ws: workspace.Workspace | None,
+    venv_root: Path | None,
+    runner: ReproRunner,
+    reporter: Reporter,
+    repeat: int,
+    terms: Terms,
+    gpu_why: str,
+) -> WheelBisect:
+    py_version = python_version(python)
+    versions = list_versions(package, index_url, find_links, py_version)
+    chosen = pick_range(versions, good, bad)
+    root = venv_root or _default_venv_root(ws)
+    venvs = VenvCache(root, package, python, py_version, index_url, find_links, reporter)
+    return WheelBisector(package, chosen, venvs, runner, reporter, repeat, terms.fix, gpu_why).run()
+
+
+def _default_venv_root(ws: workspace.Workspace | None) -> Path:
+    if ws is not None:
+        return ws.root / ".nox"
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "onboard" / "bisect-venvs"
+
+
+def _commit_level(
+    repo: Path,
+    ws: workspace.Workspace | None,
+    original: Original,
+    runner: ReproRunner,
+    reporter: Reporter,
+    build: str,
+    repeat: int,
+    first_parent: bool,
+    terms: Terms,
+    old_ref: str,
+    new_ref: str,
+    old: str,
+    new: str,
+    gpu_why: str,
+) -> CommitBisect:
+    run_stamp = stamp()
+    log_path = _log_path(repo, ws, run_stamp)
+    noxfile = None
+    if ws is not None and ws.checkout_path.resolve() == repo.resolve():
+        candidate = ws.root / "noxfile.py"
+        noxfile = candidate if candidate.is_file() else None
+    builder = Builder(
+        repo=repo,
+        mode=build,
+        noxfile=noxfile,
+        log_dir=log_path.with_suffix(""),
+        reporter=reporter,
+        last_built=original.head,
+    )
+    require_session_for_always(builder)
+    guard = RepoGuard(
+        repo, original, reporter, log_path, resync_submodules=lambda: builder.synced_submodules
+    )
+    with guard:
+        bisector = CommitBisector(
+            repo, runner, builder, reporter, guard, repeat, first_parent, terms, gpu_why
+        )
+        result = bisector.run(old_ref, new_ref, old, new, original)
+    result.log = guard.saved_log
+    result.restored_to = original.describe()
+    return result

@@ -1,0 +1,380 @@
+"""What a bisect found, as one object for the table, the JSON and the tests.
+
+JSON keys (stable):
+- ``ok``: a single culprit was pinned (the first new commit, or with --wheels
+  and no repository, two adjacent releases).
+- ``repro``, ``python``, ``repeat``, ``timeout``, ``on_crash``, ``build``.
+- ``wheels``: null, or ``{package, versions, last_old, first_new, skipped,
+  steps, venvs}`` for the release level.
+- ``commits``: null, or ``{repo, old, new, old_ref, new_ref, terms: {old, new},
+  old_state, first_parent, candidates, expected_steps, steps, culprit,
+  possible, skipped, flaky, executions, builds, log, replay, restored_to}``.
+  ``culprit`` / each of ``possible``: ``{sha, subject, author, author_email,
+  date, pr, pr_url, url, files}``. Each step: ``{rev, label, phase, mark,
+  verdict, flaky, reason, seconds, build: null | {ok, seconds, reason, log},
+  runs: [{outcome, returncode, signal, seconds, tail}]}``.
+- ``executions`` (repro runs in all), ``notes``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard import git
+from onboard.workflows.bisect.builds import BuildOutcome
+from onboard.workflows.bisect.runner import Verdict
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+PREFLIGHT = "preflight"
+BISECT = "bisect"
+
+_PR_RESOLVED = re.compile(r"^Pull Request resolved:\s*(\S+/pull/(\d+))\s*$", re.M)
+_PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
+_GITHUB_REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
+PYTORCH_GITHUB = "https://github.com/pytorch/pytorch"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    subject: str
+    author: str
+    author_email: str
+    date: str
+    pr: int | None
+    pr_url: str | None
+    url: str
+    files: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "subject": self.subject,
+            "author": self.author,
+            "author_email": self.author_email,
+            "date": self.date,
+            "pr": self.pr,
+            "pr_url": self.pr_url,
+            "url": self.url,
+            "files": list(self.files),
+        }
+
+
+def github_base(repo: Path) -> str:
+    """https://github.com/OWNER/NAME from origin when it is GitHub, else pytorch/pytorch."""
+    url = git.remote_url(repo) or ""
+    match = _GITHUB_REMOTE.search(url)
+    return f"https://github.com/{match.group(1)}/{match.group(2)}" if match else PYTORCH_GITHUB
+
+
+def pr_of(subject: str, body: str, base: str) -> tuple[int | None, str | None]:
+    """The PR a merge-bot commit came from (.github/scripts/trymerge.py writes both forms)."""
+    resolved = _PR_RESOLVED.findall(body)
+    if resolved:
+        url, number = resolved[-1]
+        return int(number), url
+    match = _PR_SUBJECT.search(subject)
+    if match:
+        return int(match.group(1)), f"{base}/pull/{match.group(1)}"
+    return None, None
+
+
+def commit_info(repo: Path, sha: str, base: str | None = None) -> CommitInfo:
+    fields = git.commit_fields(repo, sha)
+    base = base or github_base(repo)
+    pr, pr_url = pr_of(fields["subject"], fields["body"], base)
+    return CommitInfo(
+        sha=fields["sha"],
+        subject=fields["subject"],
+        author=fields["author"],
+        author_email=fields["author_email"],
+        date=fields["date"],
+        pr=pr,
+        pr_url=pr_url,
+        url=f"{base}/commit/{fields['sha']}",
+        files=tuple(git.files_touched(repo, sha)),
+    )
+
+
+@dataclass
+class Step:
+    """One tested commit or release."""
+
+    rev: str  # a sha, or a version
+    label: str  # the commit subject, or "PACKAGE VERSION"
+    phase: str  # preflight | bisect
+    mark: str  # the term recorded: good / bad / skip (or the custom terms; old / new for wheels)
+    verdict: Verdict | None  # None when it was skipped before running (a failed build)
+    reason: str = ""
+    build: BuildOutcome | None = None
+
+    @property
+    def flaky(self) -> bool:
+        return bool(self.verdict and self.verdict.flaky)
+
+    @property
+    def seconds(self) -> float:
+        return (self.verdict.seconds if self.verdict else 0.0) + (
+            self.build.seconds if self.build else 0.0
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rev": self.rev,
+            "label": self.label,
+            "phase": self.phase,
+            "mark": self.mark,
+            "verdict": self.verdict.value if self.verdict else "skip",
+            "flaky": self.flaky,
+            "reason": self.reason,
+            "seconds": round(self.seconds, 3),
+            "build": None
+            if self.build is None
+            else {
+                "ok": self.build.ok,
+                "seconds": round(self.build.seconds, 3),
+                "reason": self.build.reason,
+                "log": self.build.log,
+            },
+            "runs": [r.to_json() for r in (self.verdict.runs if self.verdict else ())],
+        }
+
+
+@dataclass
+class CommitBisect:
+    repo: Path
+    old: str
+    new: str
+    old_ref: str
+    new_ref: str
+    term_old: str
+    term_new: str
+    old_state: str  # "passes" (a regression) or "fails" (looking for a fix)
+    first_parent: bool
+    candidates: int
+    expected_steps: int
+    steps: list[Step] = field(default_factory=list)
+    culprit: CommitInfo | None = None
+    possible: list[CommitInfo] = field(default_factory=list)
+    log: Path | None = None
+    restored_to: str = ""
+    builds: int = 0
+
+    @property
+    def executions(self) -> int:
+        return sum(len(s.verdict.runs) for s in self.steps if s.verdict)
+
+    @property
+    def skipped(self) -> list[Step]:
+        return [s for s in self.steps if s.mark == "skip"]
+
+    @property
+    def flaky(self) -> list[Step]:
+        return [s for s in self.steps if s.flaky]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": str(self.repo),
+            "old": self.old,
+            "new": self.new,
+            "old_ref": self.old_ref,
+            "new_ref": self.new_ref,
+            "terms": {"old": self.term_old, "new": self.term_new},
+            "old_state": self.old_state,
+            "first_parent": self.first_parent,
+            "candidates": self.candidates,
+            "expected_steps": self.expected_steps,
+            "steps": [s.to_json() for s in self.steps],
+            "culprit": self.culprit.to_json() if self.culprit else None,
+            "possible": [c.to_json() for c in self.possible],
+            "skipped": [{"sha": s.rev, "reason": s.reason} for s in self.skipped],
+            "flaky": [
+                {"sha": s.rev, "reason": s.verdict.reason if s.verdict else ""} for s in self.flaky
+            ],
+            "executions": self.executions,
+            "builds": self.builds,
+            "log": str(self.log) if self.log else None,
+            "replay": self.replay,
+            "restored_to": self.restored_to,
+        }
+
+    @property
+    def replay(self) -> str | None:
+        return f"git -C {self.repo} bisect replay {self.log}" if self.log else None
+
+
+@dataclass
+class WheelBisect:
+    package: str
+    versions: list[str]
+    steps: list[Step] = field(default_factory=list)
+    last_old: str | None = None
+    first_new: str | None = None
+    skipped: list[str] = field(default_factory=list)
+    venvs: str = ""
+
+    @property
+    def executions(self) -> int:
+        return sum(len(s.verdict.runs) for s in self.steps if s.verdict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "versions": self.versions,
+            "last_old": self.last_old,
+            "first_new": self.first_new,
+            "skipped": self.skipped,
+            "steps": [s.to_json() for s in self.steps],
+            "venvs": self.venvs,
+            "executions": self.executions,
+        }
+
+
+@dataclass
+class BisectResult:
+    repro: str
+    python: str
+    repeat: int
+    timeout: float | None
+    on_crash: str
+    build: str
+    wheels: WheelBisect | None = None
+    commits: CommitBisect | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        if self.commits is not None:
+            return self.commits.culprit is not None
+        w = self.wheels
+        return bool(w and w.first_new and not _between(w))
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    @property
+    def executions(self) -> int:
+        return (self.wheels.executions if self.wheels else 0) + (
+            self.commits.executions if self.commits else 0
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "repro": self.repro,
+            "python": self.python,
+            "repeat": self.repeat,
+            "timeout": self.timeout,
+            "on_crash": self.on_crash,
+            "build": self.build,
+            "wheels": self.wheels.to_json() if self.wheels else None,
+            "commits": self.commits.to_json() if self.commits else None,
+            "executions": self.executions,
+            "notes": self.notes,
+        }
+
+    def render(self, console: Console, verbose: bool) -> None:
+        from rich.markup import escape
+        from rich.table import Table
+
+        if self.wheels is not None:
+            w = self.wheels
+            if w.first_new:
+                between = _between(w)
+                console.print(
+                    f"[bold]Releases:[/] {w.package} {w.last_old} is the last {_old_word(self)}, "
+                    f"{w.first_new} the first {_new_word(self)}"
+                    + (f" (untestable in between: {', '.join(between)})" if between else "")
+                )
+            if verbose:
+                console.print(_steps_table(w.steps, "release"))
+        c = self.commits
+        if c is not None:
+            if verbose:
+                console.print(_steps_table(c.steps, "commit"))
+            if c.culprit is not None:
+                _print_commit(console, c.culprit, f"first {c.term_new} commit")
+            elif c.possible:
+                console.print(
+                    f"[bold yellow]Could not pin one commit:[/] only skipped commits are left; the "
+                    f"first {c.term_new} commit is one of:"
+                )
+                for info in c.possible:
+                    pr = f"  #{info.pr}" if info.pr else ""
+                    console.print(f"  {info.sha[:12]}  {escape(info.subject)}{pr}")
+            for s in c.skipped:
+                console.print(f"[dim]skipped[/] {s.rev[:12]}: {escape(s.reason)}")
+            for s in c.flaky:
+                why = s.verdict.reason if s.verdict else ""
+                console.print(f"[yellow]flaky[/] {s.rev[:12]}: {escape(why)}")
+            table = Table.grid(padding=(0, 2))
+            each = f", {self.repeat} runs each" if self.repeat > 1 else ""
+            table.add_row(
+                "repro runs", f"{c.executions} (about {c.expected_steps} steps + 2 checks{each})"
+            )
+            table.add_row("builds", str(c.builds))
+            if c.log:
+                table.add_row("bisect log", f"{c.log}  (replay: {c.replay})")
+            table.add_row("checkout", f"back on {c.restored_to}")
+            console.print(table)
+        for note in self.notes:
+            console.print(f"[yellow]note:[/] {escape(note)}")
+
+
+def _between(w: WheelBisect) -> list[str]:
+    if w.last_old is None or w.first_new is None:
+        return []
+    i, j = w.versions.index(w.last_old), w.versions.index(w.first_new)
+    return [v for v in w.versions[i + 1 : j] if v in w.skipped]
+
+
+def _old_word(result: BisectResult) -> str:
+    return result.commits.term_old if result.commits else "old (repro state at --good)"
+
+
+def _new_word(result: BisectResult) -> str:
+    return result.commits.term_new if result.commits else "new"
+
+
+def _print_commit(console: Console, info: CommitInfo, title: str) -> None:
+    from rich.markup import escape
+
+    console.print(f"[bold green]{title}:[/] {info.sha}")
+    console.print(f"  {escape(info.subject)}")
+    if info.pr_url:
+        console.print(f"  PR #{info.pr}: {info.pr_url}")
+    console.print(f"  author: {escape(info.author)} <{escape(info.author_email)}>, {info.date}")
+    console.print(f"  commit: {info.url}")
+    shown = list(info.files[:15])
+    console.print(
+        "  files: " + ("; ".join(escape(f.replace("\t", " ")) for f in shown) or "(none)")
+    )
+    if len(info.files) > 15:
+        console.print(f"  ... and {len(info.files) - 15} more")
+
+
+def _steps_table(steps: list[Step], what: str) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"{what} steps", show_lines=False)
+    for col in ("#", what, "phase", "mark", "runs", "seconds", "note"):
+        table.add_column(col)
+    for i, s in enumerate(steps, 1):
+        runs = s.verdict.summary() if s.verdict else "-"
+        table.add_row(
+            str(i),
+            s.rev[:12] if what == "commit" else s.rev,
+            s.phase,
+            s.mark,
+            runs,
+            f"{s.seconds:.1f}",
+            escape(s.reason or s.label)[:80],
+        )
+    return table

@@ -1,0 +1,704 @@
+"""`onboard bisect`: real temporary PyTorch-shaped histories, real git bisect, real signals."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixtures.pytorch_repo import FIRST_PR_NUMBER, REGRESSION_MODULE, REPRO_SCRIPT, RepoInfo, git
+
+from onboard.errors import BadInput, OnboardError
+from onboard.report import Reporter
+from onboard.workflows.bisect import run_bisect
+from onboard.workflows.bisect.builds import needs_rebuild
+from onboard.workflows.bisect.model import pr_of
+from onboard.workflows.bisect.runner import (
+    CRASH,
+    FAIL,
+    PASS,
+    SKIP,
+    TIMEOUT,
+    Run,
+    classify,
+    decide,
+    gpu_available,
+    uses_cuda,
+)
+
+RepoFactory = Callable[..., RepoInfo]
+ROOT = Path(__file__).resolve().parents[1]
+
+# `check()` of the fixture's regression module, read from the checkout the
+# repro runs against (PYTHONPATH=checkout, seed_from_wheel=False).
+_CHECK = "import torch._onboard_regression as r\nok = r.check()\n"
+
+
+def _repro(tmp_path: Path, body: str, name: str = "repro.py") -> Path:
+    path = tmp_path / name
+    path.write_text("import os, sys, signal, time\n" + _CHECK + textwrap.dedent(body))
+    return path
+
+
+def _make(factory: RepoFactory, commits: int = 24, regression_at: int | None = 15) -> RepoInfo:
+    return factory(commits=commits, regression_at=regression_at, seed_from_wheel=False)
+
+
+def _state(repo: Path) -> tuple[str, str, str, list[str]]:
+    """HEAD, branch, porcelain status (with untracked), BISECT_* files in .git."""
+    bisect_files = sorted(p.name for p in (repo / ".git").iterdir() if p.name.startswith("BISECT"))
+    return (
+        git("rev-parse", "HEAD", cwd=repo),
+        git("symbolic-ref", "-q", "--short", "HEAD", cwd=repo, check=False),
+        git("status", "--porcelain", cwd=repo),
+        bisect_files,
+    )
+
+
+def _midpoint(repo: Path, old: str, new: str) -> str:
+    """The commit git bisect tests first (same algorithm, asked directly)."""
+    return git("rev-list", "--bisect", "--first-parent", new, f"^{old}", cwd=repo)
+
+
+# --------------------------------------------------------------------------
+# Units: verdicts, crash codes, GPU detection, PR numbers, rebuild rules
+
+
+def _run(outcome: str) -> Run:
+    return Run(outcome, 0 if outcome == PASS else 1, None, 0.1)
+
+
+def test_majority_and_flaky() -> None:
+    v = decide((_run(FAIL), _run(PASS), _run(PASS)), "bad")
+    assert (v.value, v.flaky) == (PASS, True)
+    v = decide((_run(PASS), _run(FAIL)), "bad")
+    assert (v.value, v.flaky) == (SKIP, True) and "no majority" in v.reason
+    v = decide((_run(CRASH), _run(CRASH), _run(PASS)), "bad")
+    assert v.value == FAIL
+    v = decide((_run(CRASH),), "skip")
+    assert v.value == SKIP
+    v = decide((_run(TIMEOUT), _run(TIMEOUT)), "bad")
+    assert v.value == SKIP and not v.flaky
+
+
+def test_classify_signal_deaths() -> None:
+    from onboard.proc import Result
+
+    assert classify(Result(("x",), -11, "", "", 0.1)) == (CRASH, "SIGSEGV")
+    # through a shell or a pyenv shim: 128 + signal number
+    outcome, sig = classify(Result(("x",), 134, "", "", 0.1))
+    assert outcome == CRASH and sig is not None and "SIGABRT" in sig
+    assert classify(Result(("x",), 1, "", "", 0.1)) == (FAIL, None)
+    # git bisect run's convention for "cannot test this commit" is kept
+    assert classify(Result(("x",), 125, "", "", 0.1))[0] == "untestable"
+    assert decide((Run("untestable", 125, None, 0.1),), "bad").value == SKIP
+    no_gpu = Result(("x",), 1, "", "AssertionError: Torch not compiled with CUDA enabled", 0.1)
+    assert classify(no_gpu)[0] == "no-gpu"
+
+
+def test_uses_cuda() -> None:
+    assert uses_cuda("x = torch.ones(2, device='cuda')")
+    assert uses_cuda("y = x.cuda()")
+    assert not uses_cuda("# runs on cuda too\nimport torch\n")
+    assert not uses_cuda("dev = 'cpu'\nif torch.cuda.is_available():\n    pass\n")
+    assert not uses_cuda("import torch\nprint(torch.ones(2))\n")
+
+
+def test_pr_of_mergebot_messages() -> None:
+    base = "https://github.com/pytorch/pytorch"
+    body = f"Fix.\n\nPull Request resolved: {base}/pull/123\nApproved by: x"
+    assert pr_of("Fix a thing (#123)", body, base) == (123, f"{base}/pull/123")
+    assert pr_of("Fix a thing (#456)", "", base) == (456, f"{base}/pull/456")
+    assert pr_of("Fix a thing", "", base) == (None, None)
+
+
+def test_needs_rebuild() -> None:
+    assert not needs_rebuild("torch/nn/functional.py")
+    assert not needs_rebuild("docs/source/torch.rst")
+    assert needs_rebuild("aten/src/ATen/native/UnaryOps.cpp")
+    assert needs_rebuild("aten/src/ATen/native/cuda/UnaryFractionKernels.cu")
+    assert needs_rebuild("aten/src/ATen/native/native_functions.yaml")
+    assert needs_rebuild("CMakeLists.txt")
+    assert needs_rebuild("torchgen/gen.py")  # the code generator shapes the C++
+    assert needs_rebuild("tools/autograd/gen_variable_type.py")
+    assert needs_rebuild("setup.py")
+    assert needs_rebuild("third_party/pybind11")  # a submodule pin
+
+
+# --------------------------------------------------------------------------
+# The commit level
+
+
+def test_python_regression_exact_culprit(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    info = _make(pytorch_repo_factory, commits=40, regression_at=23)
+    repro = tmp_path / "repro.py"
+    repro.write_text(REPRO_SCRIPT)
+    before = _state(info.path)
+    reporter = Reporter()
+
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=reporter)
+
+    c = result.commits
+    assert c is not None and c.culprit is not None
+    assert c.culprit.sha == info.regression_sha
+    assert c.culprit.pr == FIRST_PR_NUMBER + 23
+    assert c.culprit.pr_url == f"https://github.com/pytorch/pytorch/pull/{FIRST_PR_NUMBER + 23}"
+    assert c.culprit.files == (f"M\t{REGRESSION_MODULE}",)
+    assert c.culprit.author and c.culprit.date.startswith("2025-")
+    assert result.ok and result.exit_code == 0
+    assert c.builds == 0
+    assert c.executions <= math.ceil(math.log2(39)) + 2
+    assert any(m.startswith("step 1 of ~") for m in reporter.messages)
+    assert _state(info.path) == before
+    # the saved log replays to the same answer
+    assert c.log is not None and c.log.is_file()
+    replay = git("bisect", "replay", c.log, cwd=info.path)
+    assert f"{info.regression_sha} is the first bad commit" in replay
+    git("bisect", "reset", "main", cwd=info.path)
+
+
+def test_segfault_counts_as_bad_and_does_not_abort(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    info = _make(pytorch_repo_factory)
+    repro = _repro(
+        tmp_path,
+        """
+        if not ok:
+            os.kill(os.getpid(), signal.SIGSEGV)  # a real segfault, exit -11
+        """,
+    )
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    crashes = [r for s in c.steps if s.verdict for r in s.verdict.runs if r.outcome == CRASH]
+    assert crashes and all(r.signal == "SIGSEGV" and r.returncode == -11 for r in crashes)
+
+
+def test_on_crash_skip(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    info = _make(pytorch_repo_factory)
+    mid = _midpoint(info.path, info.commits[0], info.head)
+    assert mid != info.regression_sha
+    git("checkout", "-q", "--detach", "HEAD", cwd=info.path)  # a detached start stays detached
+    before = _state(info.path)
+    repro = _repro(
+        tmp_path,
+        f"""
+        if os.environ["ONBOARD_BISECT_COMMIT"] == {mid!r}:
+            os.abort()
+        sys.exit(0 if ok else 1)
+        """,
+    )
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), on_crash="skip")
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    assert [s.rev for s in c.skipped] == [mid]
+    assert "SIGABRT" in c.skipped[0].reason
+    assert _state(info.path) == before and before[1] == ""
+
+
+def test_flaky_repro_needs_repeat(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    info = _make(pytorch_repo_factory, commits=12, regression_at=7)
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    # The first run at every commit fails whatever the code does; later runs tell the truth.
+    repro = _repro(
+        tmp_path,
+        f"""
+        mark = os.path.join({str(counts)!r}, os.environ["ONBOARD_BISECT_COMMIT"])
+        first = not os.path.exists(mark)
+        open(mark, "a").close()
+        sys.exit(1 if first or not ok else 0)
+        """,
+    )
+    with pytest.raises(OnboardError, match="not a good bound"):
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    for mark in counts.iterdir():
+        mark.unlink()
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), repeat=3)
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    assert c.flaky and all(s.mark == "good" for s in c.flaky)
+    assert all(len(s.verdict.runs) == 3 for s in c.steps if s.verdict)
+    assert "2 passed, 1 failed" in c.flaky[0].reason
+
+
+def test_timeout_skips_the_commit(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    info = _make(pytorch_repo_factory)
+    mid = _midpoint(info.path, info.commits[0], info.head)
+    repro = _repro(
+        tmp_path,
+        f"""
+        if os.environ["ONBOARD_BISECT_COMMIT"] == {mid!r}:
+            time.sleep(120)
+        sys.exit(0 if ok else 1)
+        """,
+    )
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), timeout=5)
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    assert [s.rev for s in c.skipped] == [mid]
+    assert "timed out" in c.skipped[0].reason
+
+
+def _workspace(tmp_path: Path, info: RepoInfo, fail_at: set[str]) -> Path:
+    """A workspace around the repo with a `build` nox session that fails at ``fail_at``."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    info.path.rename(ws / "pytorch")
+    (ws / "onboard.json").write_text(
+        json.dumps(
+            {
+                "torch_version": "2.13.0a0",
+                "commit": None,
+                "commit_kind": "unknown",
+                "build_prefix": None,
+                "python": sys.executable,
+                "checkout": "pytorch",
+                "checkout_kind": "clone",
+            }
+        )
+    )
+    (ws / "noxfile.py").write_text(
+        textwrap.dedent(
+            f"""
+            import subprocess
+            import nox
+
+            FAIL_AT = {sorted(fail_at)!r}
+
+            @nox.session(venv_backend="none")
+            def build(session):
+                sha = subprocess.check_output(
+                    ["git", "-C", "pytorch", "rev-parse", "HEAD"], text=True
+                ).strip()
+                with open("builds.txt", "a") as fh:
+                    fh.write(sha + "\\n")
+                if sha in FAIL_AT:
+                    session.error("compile error in UnaryOps.cpp")
+            """
+        )
+    )
+    build_dir = ws / "pytorch" / "build"
+    build_dir.mkdir()
+    (build_dir / "CMakeCache.txt").write_text("CMAKE_BUILD_TYPE:STRING=Debug\n")
+    return ws
+
+
+def test_failed_build_skips_the_commit(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    info = _make(pytorch_repo_factory)
+    mid = _midpoint(info.path, info.commits[0], info.head)
+    ws = _workspace(tmp_path, info, {mid})
+    repro = tmp_path / "repro.py"
+    repro.write_text(REPRO_SCRIPT)
+    before = _state(ws / "pytorch")
+
+    result = run_bisect(repro, good=info.commits[0], workspace_dir=str(ws))
+
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    assert [s.rev for s in c.skipped] == [mid]
+    assert "the build failed" in c.skipped[0].reason
+    built = (ws / "builds.txt").read_text().split()
+    assert mid in built and c.builds == len(built) >= 3
+    assert c.log is not None and c.log.parent == ws / "bisect"
+    assert _state(ws / "pytorch") == before
+
+
+def test_build_always_needs_a_session(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    info = _make(pytorch_repo_factory)
+    repro = tmp_path / "repro.py"
+    repro.write_text(REPRO_SCRIPT)
+    before = _state(info.path)
+    with pytest.raises(OnboardError, match="--build always needs a build session"):
+        run_bisect(repro, good=info.commits[0], repo=str(info.path), build="always")
+    assert _state(info.path) == before
+
+
+def test_python_only_range_needs_no_build(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    # Commits 6..9 touch only Python (every 5th commit touches C++), and the
+    # checkout was built at 9: nothing to rebuild, even without a build session.
+    info = _make(pytorch_repo_factory, commits=12, regression_at=8)
+    git("checkout", "-q", "-b", "work", info.commits[9], cwd=info.path)
+    (info.path / "build").mkdir()
+    (info.path / "build" / "CMakeCache.txt").write_text("")
+    repro = tmp_path / "repro.py"
+    repro.write_text(REPRO_SCRIPT)
+    result = run_bisect(repro, good=info.commits[6], repo=str(info.path))
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    assert c.builds == 0
+    # a range with C++ changes needs a build, and there is no session: a clear refusal
+    with pytest.raises(OnboardError, match="needs a rebuild.*no workspace build session"):
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    assert _state(info.path)[:2] == (info.commits[9], "work")
+
+
+def test_repro_passing_at_bad_is_a_clear_error(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    info = _make(pytorch_repo_factory, regression_at=None)
+    repro = tmp_path / "repro.py"
+    repro.write_text("import sys\nsys.exit(0)\n")
+    before = _state(info.path)
+    with pytest.raises(OnboardError) as err:
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    assert "passes at both" in err.value.message
+    assert "does not reproduce" in err.value.message
+    assert err.value.next_step and "exit non-zero" in err.value.next_step
+    assert _state(info.path) == before
+
+
+def test_dirty_tree_and_bisect_in_progress_refused(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    info = _make(pytorch_repo_factory)
+    repro = tmp_path / "repro.py"
+    repro.write_text(REPRO_SCRIPT)
+    edited = info.path / "torch" / "nn" / "_onboard_notes.py"
+    edited.write_text("# my local change\n")
+    with pytest.raises(OnboardError, match="uncommitted changes"):
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    assert edited.read_text() == "# my local change\n"
+    git("checkout", "--", ".", cwd=info.path)
+
+    git("bisect", "start", cwd=info.path)
+    with pytest.raises(OnboardError, match="already in progress") as err:
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    assert err.value.next_step and "bisect reset" in err.value.next_step
+    assert (info.path / ".git" / "BISECT_START").exists()  # theirs, untouched
+    git("bisect", "reset", cwd=info.path)
+
+
+def test_terms_find_the_fix(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    info = _make(pytorch_repo_factory)
+    # From the "regression" commit on, this repro passes: it was fixed there.
+    repro = _repro(tmp_path, "sys.exit(1 if ok else 0)\n")
+    with pytest.raises(OnboardError, match="fixed, not introduced") as err:
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    assert err.value.next_step and "--term-old broken --term-new fixed" in err.value.next_step
+
+    result = run_bisect(
+        repro, good=info.commits[0], repo=str(info.path), term_old="broken", term_new="fixed"
+    )
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    assert (c.term_old, c.term_new, c.old_state) == ("broken", "fixed", "fails")
+    assert {s.mark for s in c.steps} <= {"broken", "fixed"}
+
+    with pytest.raises(BadInput):
+        run_bisect(repro, good=info.commits[0], repo=str(info.path), term_old="bad", term_new="x")
+
+
+def test_gpu_repro_refused_on_a_machine_without_gpu(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    if gpu_available(sys.executable)[0]:
+        pytest.skip("this machine has a usable GPU")
+    info = _make(pytorch_repo_factory)
+    before = _state(info.path)
+    repro = tmp_path / "repro.py"
+    repro.write_text("import torch\nx = torch.ones(2, device='cuda')\n")
+    with pytest.raises(OnboardError, match="uses CUDA"):
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    # A repro that only says so when it runs: refused at the pre-flight, never marked bad.
+    repro = _repro(
+        tmp_path,
+        """
+        if not ok:
+            sys.exit("AssertionError: Torch not compiled with CUDA enabled")
+        """,
+        name="late.py",
+    )
+    with pytest.raises(OnboardError, match="needs a CUDA GPU"):
+        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    assert _state(info.path) == before
+
+
+# --------------------------------------------------------------------------
+# Through the CLI
+
+
+def test_cli_json_and_exit_codes(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+    from onboard.cli import cli
+
+    info = _make(pytorch_repo_factory)
+    repro = tmp_path / "repro.py"
+    repro.write_text(REPRO_SCRIPT)
+    runner = CliRunner()
+    args = ["bisect", str(repro), "--good", info.commits[0], "--repo", str(info.path), "--json"]
+    res = runner.invoke(cli, args, standalone_mode=False)
+    assert res.exception is None, res.output
+    assert res.return_value == 0
+    data = json.loads(res.stdout)
+    assert data["ok"] is True
+    assert data["commits"]["culprit"]["sha"] == info.regression_sha
+    assert data["commits"]["culprit"]["pr"] == FIRST_PR_NUMBER + 15
+    assert data["commits"]["log"] and Path(data["commits"]["log"]).is_file()
+    assert data["executions"] == data["commits"]["executions"]
+
+    # the clear error, through the real entry point: exit 1, one paragraph, no traceback
+    ok_repro = tmp_path / "ok.py"
+    ok_repro.write_text("pass\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "onboard",
+            "bisect",
+            str(ok_repro),
+            "--good",
+            info.commits[0],
+            "--repo",
+            str(info.path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    assert "Error: The repro passes at both" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _start_interruptible(info: RepoInfo, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    runs = tmp_path / "runs.txt"
+    repro = _repro(
+        tmp_path,
+        f"""
+        with open({str(runs)!r}, "a") as fh:
+            fh.write(f"{{os.getpid()}}\\n")
+        time.sleep(60)
+        sys.exit(0 if ok else 1)
+        """,
+    )
+    # Pre-flight runs must finish for the bisect to start stepping: sleep only from run 3 on.
+    repro.write_text(
+        repro.read_text().replace(
+            "time.sleep(60)",
+            f"time.sleep(60 if len(open({str(runs)!r}).read().split()) > 2 else 0)",
+        )
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "onboard",
+            "bisect",
+            str(repro),
+            "--good",
+            info.commits[0],
+            "--repo",
+            str(info.path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if runs.exists() and len(runs.read_text().split()) >= 3:
+            break
+        if proc.poll() is not None:
+            pytest.fail(f"bisect ended early: {proc.communicate()}")
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("the bisect never reached its first step")
+    assert (info.path / ".git" / "BISECT_START").exists()  # really mid-bisect
+    return proc, runs
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_leaves_the_tree_as_before(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path, signum: int
+) -> None:
+    info = _make(pytorch_repo_factory)
+    before = _state(info.path)
+    proc, runs = _start_interruptible(info, tmp_path)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Interrupted." in err
+    assert _state(info.path) == before
+    assert not list((info.path / ".git").glob("BISECT_*"))
+    assert "bisect log saved to" in err
+    # the repro that was running was stopped with its process group
+    assert _gone(int(runs.read_text().split()[-1]))
+
+
+# --------------------------------------------------------------------------
+# The release level over locally built wheels
+
+_PKG = "onboardpkg"
+
+
+def _pkg_repo(tmp_path: Path) -> tuple[Path, str]:
+    """A tiny package history: releases 1.0.0 .. 1.3.0, a regression between 1.1.0 and 1.2.0."""
+    repo = tmp_path / "onboardpkg-src"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", repo)
+
+    def commit(version: str, ok: bool, message: str, tag: bool = False) -> str:
+        (repo / "pyproject.toml").write_text(
+            "[build-system]\nrequires = ['setuptools>=68']\n"
+            "build-backend = 'setuptools.build_meta'\n"
+            f"[project]\nname = '{_PKG}'\nversion = '{version}'\n"
+            f"[tool.setuptools]\npackages = ['{_PKG}']\n"
+        )
+        (repo / _PKG).mkdir(exist_ok=True)
+        (repo / _PKG / "__init__.py").write_text(
+            f"VERSION = {version!r}\nNOTE = {message!r}\n\n\ndef check():\n    return {ok}\n"
+        )
+        git("add", "-A", cwd=repo)
+        git("commit", "-q", "-m", message, cwd=repo)
+        sha = git("rev-parse", "HEAD", cwd=repo)
+        if tag:
+            git("tag", f"v{version}", cwd=repo)
+        return sha
+
+    commit("1.0.0", True, "Release 1.0.0", tag=True)
+    commit("1.1.0", True, "Release 1.1.0", tag=True)
+    commit("1.1.0", True, "Tidy the docs (#11)")
+    culprit = commit("1.1.0", False, "Simplify check (#12)")
+    commit("1.1.0", False, "Tidy more (#13)")
+    commit("1.2.0", False, "Release 1.2.0", tag=True)
+    commit("1.3.0", False, "Release 1.3.0", tag=True)
+    return repo, culprit
+
+
+def _build_wheels(repo: Path, dest: Path) -> None:
+    dest.mkdir()
+    for tag in ("v1.0.0", "v1.1.0", "v1.2.0", "v1.3.0"):
+        src = dest.parent / f"src-{tag}"
+        src.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", tag], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "--disable-pip-version-check",
+                "-w",
+                str(dest),
+                str(src),
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+
+@pytest.mark.slow
+def test_wheels_then_commits(tmp_path: Path) -> None:
+    import importlib.util
+
+    repo, culprit = _pkg_repo(tmp_path)
+    wheels = tmp_path / "wheels"
+    _build_wheels(repo, wheels)
+    assert len(list(wheels.glob("*.whl"))) == 4
+    repro = tmp_path / "repro.py"
+    repro.write_text(f"import sys\nimport {_PKG}\nsys.exit(0 if {_PKG}.check() else 1)\n")
+    venvs = tmp_path / "venvs"
+    before = _state(repo)
+
+    result = run_bisect(
+        repro,
+        good="1.0.0",
+        bad="1.3.0",
+        wheels=True,
+        package=_PKG,
+        find_links=str(wheels),
+        repo=str(repo),
+        venv_root=venvs,
+    )
+
+    w = result.wheels
+    assert w is not None
+    assert w.versions == ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]
+    assert (w.last_old, w.first_new) == ("1.1.0", "1.2.0")
+    c = result.commits
+    assert c is not None and (c.old_ref, c.new_ref) == ("v1.1.0", "v1.2.0")
+    assert c.culprit is not None and c.culprit.sha == culprit and c.culprit.pr == 12
+    assert result.ok
+    assert _state(repo) == before
+    # each release in its own venv; the user's interpreter never got the package
+    py = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert {p.name for p in venvs.iterdir()} == {
+        f"bisect-{_PKG}-{v}-py{py}" for v in ("1.0.0", "1.1.0", "1.2.0", "1.3.0")
+    }
+    assert importlib.util.find_spec(_PKG) is None
+
+    # cached venvs are reused: a second run installs nothing
+    reporter = Reporter()
+    run_bisect(
+        repro,
+        good="1.0.0",
+        bad="1.3.0",
+        wheels=True,
+        package=_PKG,
+        find_links=str(wheels),
+        venv_root=venvs,
+        repo=str(repo),
+        reporter=reporter,
+    )
+    assert not [m for m in reporter.messages if m.startswith("installing")]
+
+
+def test_wheels_bounds_must_be_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for v in ("1.0.0", "1.1.0"):
+        (wheels / f"{_PKG}-{v}-py3-none-any.whl").write_bytes(b"")
+    repro = tmp_path / "repro.py"
+    repro.write_text("pass\n")
+    with pytest.raises(BadInput, match="not among the available releases"):
+        run_bisect(
+            repro,
+            good="0.9.0",
+            bad="1.1.0",
+            wheels=True,
+            package=_PKG,
+            find_links=str(wheels),
+            venv_root=tmp_path / "v",
+        )
+    with pytest.raises(BadInput, match="release versions"):
+        run_bisect(
+            repro,
+            good="main",
+            bad="1.1.0",
+            wheels=True,
+            package=_PKG,
+            find_links=str(wheels),
+            venv_root=tmp_path / "v",
+        )
