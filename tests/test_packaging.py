@@ -62,3 +62,10 @@ def test_installed_wheel_resolves_resources(wheel: Path, tmp_path: Path) -> None
     assert out[0].startswith(str(target)), out
     assert out[1].startswith(str(target)), out
     assert out[2].endswith(".j2")
+
+
+def test_every_package_folder_is_in_the_wheel(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for init in (ROOT / "onboard").rglob("__init__.py"):
+        rel = init.relative_to(ROOT).as_posix()
+        assert rel in names, f"{rel} is missing from the wheel: add its package to pyproject.toml"

@@ -1,0 +1,100 @@
+"""`onboard setup DIR`: PyTorch's source at the installed commit, ready to debug."""
+
+from __future__ import annotations
+
+import click
+
+from onboard.commands._common import common_options, python_option, reporter
+
+
+@click.command()
+@click.argument("dest", metavar="DIR", type=click.Path(file_okay=False, path_type=str))
+@click.option(
+    "--from-wheel",
+    is_flag=True,
+    help="Offline, in seconds: a git-tracked reference tree rebuilt from the installed wheel "
+    "(Python sources, headers, yaml at PyTorch's paths; no .cpp/.cu).",
+)
+@click.option(
+    "--remote",
+    metavar="URL",
+    help="Where to fetch from (a mirror URL or a local clone; "
+    "default https://github.com/pytorch/pytorch.git).",
+)
+@click.option(
+    "--commit",
+    metavar="SHA",
+    help="Check out this full sha (or tag) instead of the installed torch's commit.",
+)
+@click.option(
+    "--reference",
+    metavar="LOCAL_CLONE",
+    type=click.Path(file_okay=False, path_type=str),
+    help="Borrow objects from a PyTorch clone you already have (git alternates).",
+)
+@click.option(
+    "--with-submodules",
+    is_flag=True,
+    help="Also check out the submodules (shallow, parallel): only needed to build.",
+)
+@click.option(
+    "--fetch-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Give up when the remote sends nothing for this long.",
+)
+@click.option(  # onboard build (issue 6)
+    "--build",
+    "then_build",
+    is_flag=True,
+    help="Then build the checkout (`onboard build` with its defaults; needs a full checkout "
+    "and --with-submodules).",
+)
+@python_option
+@common_options
+def setup(
+    dest: str,
+    from_wheel: bool,
+    remote: str | None,
+    commit: str | None,
+    reference: str | None,
+    with_submodules: bool,
+    fetch_timeout: float,
+    python: str | None,
+    then_build: bool,
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    """Create (or check and resume) a workspace in DIR: the source of the installed
+    torch's exact commit, VS Code and gdb files that map the binary's build paths to it,
+    and a noxfile whose `nox -s verify` checks it all.
+
+    Exit status: 0 done, 1 failed (nothing half-made is left), 2 bad arguments.
+    """
+    from onboard.console import emit
+    from onboard.workflows.setup import setup as run_setup
+
+    result = run_setup(
+        dest,
+        python=python,
+        remote=remote,
+        commit=commit,
+        from_wheel=from_wheel,
+        reference=reference,
+        with_submodules=with_submodules,
+        fetch_timeout=fetch_timeout,
+        reporter=reporter(as_json, verbose),
+    )
+    # --- onboard build (issue 6): `onboard setup DIR --build` builds after a good setup ---
+    if then_build and result.ok:
+        from onboard.workflows.build import build_after_setup
+
+        if not as_json:
+            emit(result, as_json=False, verbose=verbose)
+        both = build_after_setup(result, reporter(as_json, verbose))
+        emit(both if as_json else both.build, as_json=as_json, verbose=verbose)
+        return both.exit_code
+    emit(result, as_json=as_json, verbose=verbose)
+    return 0 if result.ok else 1

@@ -1,0 +1,28 @@
+"""`onboard verify`: run the workspace's `nox -s verify`."""
+
+from __future__ import annotations
+
+import click
+
+from onboard.commands._common import common_options, reporter, workspace_option
+
+
+@click.command()
+@workspace_option
+@common_options
+def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
+    """Check the workspace by running its `nox -f WS/noxfile.py -s verify`: the
+    checkout's commit, the IDE/debugger files, the build-prefix mapping, and every
+    check other commands added (e.g. a scaffolded op).
+
+    Exit status: 0 all checks passed or could not be run here (said so), 1 a check
+    failed.
+    """
+    from onboard import workspace as ws_mod
+    from onboard.console import emit
+    from onboard.workflows.verify import verify_via_nox
+
+    ws = ws_mod.require(workspace)
+    result = verify_via_nox(ws, reporter=reporter(as_json, verbose))
+    emit(result, as_json=as_json, verbose=verbose)
+    return 0 if result.ok else 1

@@ -1,0 +1,394 @@
+"""`nox -s verify` / `onboard verify`: the workspace checks itself.
+
+Checks are plain functions in a list, so other commands ADD checks without
+touching this file's logic:
+
+    from onboard.workflows.verify import Check, VerifyContext, check
+
+    @check
+    def new_op_registered(ctx: VerifyContext) -> Check | list[Check]:
+        ...
+
+and name the module in ``CHECK_MODULES`` (imported before a run). A check
+returns ``Check(name, PASSED | FAILED | NOT_CHECKED, detail)``; NOT_CHECKED
+says what could not be checked here and why, instead of implying success.
+
+The nox session (``onboard.tasks.workspace.verify``) runs ``run_checks`` in
+process and writes ``.onboard/verify.json``; ``onboard verify`` runs that
+session through nox and reads the file back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard import git, workspace
+from onboard.errors import OnboardError
+from onboard.report import Reporter
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onboard.torchenv import TorchEnv
+
+PASSED = "passed"
+FAILED = "failed"
+NOT_CHECKED = "not checked"
+REPORT_PATH = Path(".onboard") / "verify.json"
+# The prefix check passes when this share of the sampled paths exists.
+RESOLVE_THRESHOLD = 0.9
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "detail": self.detail}
+
+
+class VerifyContext:
+    """What checks share: the workspace and, probed once on demand, its torch."""
+
+    def __init__(self, ws: workspace.Workspace) -> None:
+        self.ws = ws
+
+    @cached_property
+    def env(self) -> TorchEnv | None:
+        from onboard import torchenv
+
+        try:
+            return torchenv.probe(self.ws.python)
+        except OnboardError:
+            return None
+
+
+CheckFn = Callable[[VerifyContext], "Check | list[Check]"]
+CHECKS: list[CheckFn] = []
+# Modules whose import registers more checks (with @check); other commands
+# add their module name here.
+CHECK_MODULES: list[str] = [
+    "onboard.tasks.newop_checks",  # onboard new-op (issue 4): scaffolded ops
+]
+
+
+def check(fn: CheckFn) -> CheckFn:
+    """Register a check (runs in registration order)."""
+    if fn not in CHECKS:
+        CHECKS.append(fn)
+    return fn
+
+
+@dataclass
+class VerifyResult:
+    workspace: Path
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == FAILED for c in self.checks)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            s.replace(" ", "_"): sum(c.status == s for c in self.checks)
+            for s in (PASSED, FAILED, NOT_CHECKED)
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """Keys: ok, workspace, counts {passed, failed, not_checked}, checks
+        [{name, status (passed / failed / not checked), detail}]."""
+        return {
+            "ok": self.ok,
+            "workspace": str(self.workspace),
+            "counts": self.counts(),
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VerifyResult:
+        return cls(
+            Path(data["workspace"]),
+            [Check(c["name"], c["status"], c["detail"]) for c in data.get("checks", [])],
+        )
+
+    def render(self, console: Console, verbose: bool) -> None:
+        from rich.markup import escape
+        from rich.table import Table
+
+        style = {PASSED: "green", FAILED: "bold red", NOT_CHECKED: "yellow"}
+        table = Table(title=f"onboard verify: {self.workspace}", title_justify="left")
+        table.add_column("check")
+        table.add_column("result")
+        table.add_column("detail", overflow="fold")
+        for c in self.checks:
+            table.add_row(c.name, f"[{style[c.status]}]{c.status}[/]", escape(c.detail))
+        console.print(table)
+        n = self.counts()
+        console.print(
+            f"{n['passed']} passed, {n['failed']} failed, {n['not_checked']} not checked"
+            + ("" if self.ok else " - fix the failed checks and run `nox -s verify` again.")
+        )
+
+
+def run_checks(ws: workspace.Workspace) -> VerifyResult:
+    for module in CHECK_MODULES:
+        importlib.import_module(module)
+    ctx = VerifyContext(ws)
+    result = VerifyResult(ws.root)
+    for fn in CHECKS:
+        name = getattr(fn, "__name__", "check").replace("_", " ")
+        try:
+            got = fn(ctx)
+        except Exception as exc:  # noqa: BLE001 - one broken check must not hide the others
+            got = Check(name, FAILED, f"the check itself crashed: {type(exc).__name__}: {exc}")
+        result.checks += got if isinstance(got, list) else [got]
+    return result
+
+
+def write_report(result: VerifyResult) -> Path:
+    path = result.workspace / REPORT_PATH
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def verify_via_nox(ws: workspace.Workspace, *, reporter: Reporter) -> VerifyResult:
+    """Run the workspace's ``nox -s verify`` (the very same session a user runs)."""
+    from onboard import proc
+
+    noxfile = ws.root / "noxfile.py"
+    if not noxfile.is_file():
+        raise OnboardError(
+            f"{ws.root} has no noxfile.py.",
+            next_step=f"Run `onboard setup {ws.root}` again to regenerate it.",
+        )
+    report = ws.root / REPORT_PATH
+    report.unlink(missing_ok=True)
+    reporter.step(f"nox -f {noxfile} -s verify")
+    lines: list[str] = []
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        reporter.detail(line)
+
+    rc = proc.stream(
+        [sys.executable, "-m", "nox", "-f", str(noxfile), "-s", "verify"],
+        on_line=on_line,
+        cwd=ws.root,
+        timeout=900,
+    )
+    if not report.is_file():
+        tail = "\n".join(lines[-15:])
+        raise OnboardError(
+            f"`nox -s verify` in {ws.root} exited {rc} without writing its report:\n{tail}",
+            next_step=f"Run `cd {ws.root} && nox -s verify` to see the whole output.",
+        )
+    return VerifyResult.from_json(json.loads(report.read_text(encoding="utf-8")))
+
+
+# ---------------------------------------------------------------------------
+# The checks `onboard setup` guarantees.
+
+
+@check
+def installed_commit(ctx: VerifyContext) -> Check:
+    """The checkout's HEAD is the installed torch's commit (or says why not)."""
+    ws = ctx.ws
+    name = "checkout is the installed commit"
+    repo = ws.checkout_path
+    if not (repo / ".git").exists():
+        return Check(name, FAILED, f"{repo} is missing; run `onboard setup {ws.root}` again")
+    head = git.head_sha(repo)
+    env = ctx.env
+    if env is None or env.torch is None:
+        return Check(name, NOT_CHECKED, f"could not probe the torch of {ws.python}")
+    installed = env.torch.git_version
+    if ws.torch_version != env.torch.version:
+        return Check(
+            name,
+            FAILED,
+            f"the workspace was made for torch {ws.torch_version}, {ws.python} now has "
+            f"{env.torch.version}: run `onboard setup {ws.root}` again",
+        )
+    if ws.is_reference:
+        from onboard.workflows import reference_tree
+
+        message = git.commit_message(repo) if head else ""
+        if head and "Onboard-Torch-Commit:" not in message:
+            # onboard new-op (issue 4): HEAD may be a scaffold commit on top of the
+            # reference commit; the trailers are on the nearest commit that has them.
+            message = git.out(repo, "log", "-1", "--format=%B", "--grep=^Onboard-Torch-Commit:")
+        found = reference_tree.trailers(message) if head else {}
+        recorded = found.get("Onboard-Torch-Commit")
+        if (
+            recorded == (env.commit.sha or "unknown")
+            and found.get("Onboard-Torch-Version") == env.torch.version
+        ):
+            return Check(
+                name,
+                PASSED,
+                f"reference tree {head[:12] if head else ''} was built from torch "
+                f"{env.torch.version} (commit {recorded}); its HEAD is onboard's own commit",
+            )
+        return Check(
+            name, FAILED, f"reference tree records commit {recorded}, torch has {installed}"
+        )
+    if head is None:
+        return Check(name, FAILED, f"{repo} has no commit checked out")
+    if head != ws.commit:
+        return Check(
+            name, FAILED, f"HEAD is {head[:12]}, the workspace expects {(ws.commit or '?')[:12]}"
+        )
+    if ws.commit_kind == "override":
+        why = f"checked out {head[:12]} by --commit; the installed torch is {installed}"
+        return Check(name, PASSED, why)
+    if env.commit.kind == "nightly":
+        return Check(
+            name,
+            PASSED,
+            f"HEAD {head[:12]} is the main commit named by the nightly commit {installed}",
+        )
+    if head == installed:
+        return Check(name, PASSED, f"HEAD {head[:12]} == torch.version.git_version")
+    return Check(name, FAILED, f"HEAD {head[:12]} != torch.version.git_version {installed}")
+
+
+def _ide_paths(ws: workspace.Workspace) -> dict[str, Path]:
+    recorded = ws.extra.get("ide") or {}
+    vscode = ws.checkout_path / ".vscode"
+    return {
+        "settings": Path(recorded.get("settings") or vscode / "settings.json"),
+        "launch": Path(recorded.get("launch") or vscode / "launch.json"),
+        "gdb": Path(recorded.get("gdb") or ws.root / "onboard.gdb"),
+    }
+
+
+@check
+def ide_files(ctx: VerifyContext) -> list[Check]:
+    """The IDE/debugger files parse and map the build prefix to the checkout."""
+    from onboard import ide
+
+    ws = ctx.ws
+    paths = _ide_paths(ws)
+    checkout = str(ws.checkout_path)
+    prefix = ws.build_prefix
+    out: list[Check] = []
+
+    def load(path: Path) -> Any:
+        try:
+            return ide.read_jsonc(path)
+        except FileNotFoundError:
+            out.append(Check(f"{path.name} parses", FAILED, f"{path} is missing"))
+        except Exception as exc:  # noqa: BLE001 - json5's parse errors vary
+            out.append(Check(f"{path.name} parses", FAILED, f"{path}: {exc}"))
+        return None
+
+    settings = load(paths["settings"])
+    if isinstance(settings, dict):
+        problems = []
+        if settings.get("python.defaultInterpreterPath") != ws.python:
+            problems.append(f"python.defaultInterpreterPath is not {ws.python}")
+        if checkout not in (settings.get("python.analysis.extraPaths") or []):
+            problems.append("python.analysis.extraPaths lacks the checkout")
+        out.append(
+            Check(
+                "settings.json",
+                FAILED if problems else PASSED,
+                "; ".join(problems) or f"interpreter {ws.python}, extraPaths has the checkout",
+            )
+        )
+    launch = load(paths["launch"])
+    if isinstance(launch, dict):
+        configs = {
+            c.get("name"): c for c in launch.get("configurations") or [] if isinstance(c, dict)
+        }
+        problems = []
+        debugpy = configs.get(ide.DEBUGPY_NAME)
+        if not debugpy or debugpy.get("justMyCode") is not False:
+            problems.append(f"no {ide.DEBUGPY_NAME!r} with justMyCode false")
+        cpp = configs.get(ide.CPPDBG_NAME)
+        if not cpp:
+            problems.append(f"no {ide.CPPDBG_NAME!r}")
+        elif prefix:
+            mapping = (cpp.get("sourceFileMap") or {}).get(prefix) or {}
+            if (
+                mapping.get("editorPath") != checkout
+                or mapping.get("useForBreakpoints") is not True
+            ):
+                problems.append(f"sourceFileMap does not map {prefix} to {checkout}")
+        out.append(
+            Check(
+                "launch.json",
+                FAILED if problems else PASSED,
+                "; ".join(problems)
+                or f"debugpy (justMyCode off) and cppdbg attach mapping {prefix} -> checkout",
+            )
+        )
+    gdb = paths["gdb"]
+    if not gdb.is_file():
+        out.append(Check("gdb substitute-path", FAILED, f"{gdb} is missing"))
+    elif prefix:
+        line = f"set substitute-path {prefix} {checkout}"
+        has = line in gdb.read_text(encoding="utf-8").splitlines()
+        out.append(
+            Check("gdb substitute-path", PASSED if has else FAILED, line if has else f"no `{line}`")
+        )
+    else:
+        out.append(Check("gdb substitute-path", NOT_CHECKED, "no build prefix to map"))
+    return out
+
+
+# Where a reference tree has files: headers only (no .cpp/.cu in a wheel);
+# vendored third_party sources are not shipped at their repo paths.
+_REFERENCE_ROOTS = ("aten/src/", "c10/", "torch/csrc/", "caffe2/", "build/aten/src/")
+_HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
+
+
+@check
+def prefix_mapping(ctx: VerifyContext) -> Check:
+    """Paths the binary names (``__FILE__`` under the build prefix) exist in the checkout."""
+    ws = ctx.ws
+    name = "build prefix maps to real files"
+    env = ctx.env
+    if not ws.build_prefix:
+        return Check(name, NOT_CHECKED, "no build prefix was found in the torch libraries")
+    if env is None:
+        return Check(name, NOT_CHECKED, f"could not probe the torch of {ws.python}")
+    named = list(env.build_prefix.source_paths)
+    if not named:
+        return Check(name, NOT_CHECKED, "the libraries name no source paths")
+    if ws.is_reference:
+        sample = [
+            p for p in named if p.endswith(_HEADER_SUFFIXES) and p.startswith(_REFERENCE_ROOTS)
+        ]
+        scope = (
+            f"{len(sample)} headers of the {len(named)} paths the binary names (a reference "
+            "tree has no .cpp/.cu; vendored third_party internals are not shipped)"
+        )
+    else:
+        submodules = any((ws.checkout_path / "third_party").glob("*/.git"))
+        sample = [
+            p
+            for p in named
+            if not p.startswith("build/") and (submodules or not p.startswith("third_party/"))
+        ]
+        scope = f"{len(sample)} of the {len(named)} paths the binary names (not build/ outputs"
+        scope += ")" if submodules else ", not third_party/: no submodules checked out)"
+    if not sample:
+        return Check(name, NOT_CHECKED, f"none of the paths the binary names apply: {scope}")
+    missing = [p for p in sample if not (ws.checkout_path / p).is_file()]
+    found = len(sample) - len(missing)
+    detail = f"{found}/{len(sample)} exist under {ws.checkout_path}: {scope}"
+    if missing:
+        detail += f"; missing e.g. {', '.join(missing[:3])}"
+    status = PASSED if found >= RESOLVE_THRESHOLD * len(sample) else FAILED
+    return Check(name, status, detail)

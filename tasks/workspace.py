@@ -1,0 +1,37 @@
+"""Sessions of an onboard workspace's generated ``noxfile.py``.
+
+The workspace noxfile does ``from onboard.tasks.workspace import *``; nox runs
+it from the workspace folder, so ``Path.cwd()`` is the workspace root. Other
+commands add their sessions here (and their checks to
+``onboard.workflows.verify``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+__all__ = ["verify"]
+
+# --- onboard build (issue 6): the `build` session lives in tasks/build.py ---
+from onboard.tasks.build import build  # noqa: E402
+
+__all__ += ["build"]
+
+
+@nox.session(python=False, name="verify")
+def verify(session: nox.Session) -> None:
+    """Check the workspace: checkout commit, IDE/debugger files, prefix mapping, ..."""
+    from onboard import workspace
+    from onboard.console import stdout_console
+    from onboard.workflows.verify import run_checks, write_report
+
+    ws = workspace.load(Path.cwd())
+    result = run_checks(ws)
+    report = write_report(result)
+    result.render(stdout_console(), verbose=False)
+    session.log(f"report: {report}")
+    if not result.ok:
+        failed = ", ".join(c.name for c in result.checks if c.status == "failed")
+        session.error(f"failed: {failed}")

@@ -1,0 +1,402 @@
+"""`onboard setup --from-wheel`, the IDE merge, the workspace checks, bad input.
+
+The torch probe is real but runs once per module (``probed`` below) and is
+handed to the workflow, so each test does not pay for a child interpreter
+importing torch; the tests about the probe itself (no torch) run it for real.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from onboard import git, ide, torchenv, workspace
+from onboard.crash import run_cli
+from onboard.errors import BadInput, OnboardError
+from onboard.workflows import reference_tree, verify
+from onboard.workflows.setup import setup
+
+
+@pytest.fixture(scope="module")
+def probed() -> torchenv.TorchEnv:
+    return torchenv.probe()
+
+
+@pytest.fixture
+def fast_probe(probed: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch) -> torchenv.TorchEnv:
+    """Serve the module's real probe for the default interpreter."""
+    real = torchenv.probe
+
+    def probe(python: str | None = None, **kwargs: object) -> torchenv.TorchEnv:
+        if python in (None, sys.executable, probed.python.executable):
+            return probed
+        return real(python, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(torchenv, "probe", probe)
+    return probed
+
+
+@pytest.fixture(scope="module")
+def wheel_ws(tmp_path_factory: pytest.TempPathFactory, probed: torchenv.TorchEnv) -> Path:
+    """One --from-wheel workspace for the read-only tests of this module."""
+    root = tmp_path_factory.mktemp("wheel") / "ws"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(torchenv, "probe", lambda python=None, **kw: probed)
+    try:
+        setup(root, from_wheel=True)
+    finally:
+        mp.undo()
+    return root
+
+
+# ---------------------------------------------------------------------------
+# the reference tree
+
+
+def test_reference_tree_has_pytorch_paths(wheel_ws: Path, probed: torchenv.TorchEnv) -> None:
+    tree = wheel_ws / "pytorch"
+    for rel in (
+        "aten/src/ATen/native/native_functions.yaml",
+        "aten/src/ATen/native/tags.yaml",
+        "tools/autograd/derivatives.yaml",
+        "aten/src/ATen/core/Tensor.h",
+        "aten/src/ATen/templates/Functions.h",
+        "build/aten/src/ATen/core/TensorBody.h",  # generated: where the binary names it
+        "c10/core/TensorImpl.h",
+        "torch/csrc/autograd/variable.h",
+        "torch/library.h",
+        "torch/nn/functional.py",
+        "torchgen/gen.py",
+        "version.txt",
+    ):
+        assert (tree / rel).is_file(), rel
+    for absent in ("torch/include", "torch/lib", "torchgen/packaged", "torch/bin"):
+        assert not (tree / absent).exists(), absent
+    assert not list((tree / "torch").rglob("*.so"))
+    assert (tree / "version.txt").read_text().strip() == probed.torch.version.split("+")[0]  # type: ignore[union-attr]
+    # The same file the wheel ships, byte for byte.
+    assert probed.torch is not None
+    site = probed.torch.package_dir.parent
+    wheel_yaml = site / "torchgen/packaged/ATen/native/native_functions.yaml"
+    assert (
+        tree / "aten/src/ATen/native/native_functions.yaml"
+    ).read_bytes() == wheel_yaml.read_bytes()
+
+
+def test_reference_tree_is_one_clean_commit(wheel_ws: Path, probed: torchenv.TorchEnv) -> None:
+    tree = wheel_ws / "pytorch"
+    assert git.commit_count(tree) == 1
+    assert git.status_porcelain(tree) == []  # .vscode is excluded, nothing else changed
+    message = git.commit_message(tree)
+    found = reference_tree.trailers(message)
+    assert found["Onboard-Torch-Version"] == probed.torch.version  # type: ignore[union-attr]
+    assert found["Onboard-Torch-Commit"] == probed.commit.sha
+    assert "pybind11" in found["Onboard-Vendored-Includes"]
+    author = git.out(tree, "log", "-1", "--format=%an <%ae> %at")
+    assert author == "onboard <onboard@localhost> 946684800"
+    tracked = git.out(tree, "ls-files").splitlines()
+    # No kernels: a wheel ships headers and codegen templates, not ATen's .cpp/.cu.
+    assert not [
+        p for p in tracked if p.startswith("aten/src/ATen/native/") and p.endswith((".cpp", ".cu"))
+    ]
+    assert len(tracked) > 5000
+
+
+def test_reference_workspace_config(wheel_ws: Path, probed: torchenv.TorchEnv) -> None:
+    ws = workspace.load(wheel_ws)
+    assert ws.checkout_kind == workspace.REFERENCE and ws.is_reference
+    assert ws.commit == probed.commit.sha
+    assert ws.torch_version == probed.torch.version  # type: ignore[union-attr]
+    assert ws.build_prefix == probed.build_prefix.prefix
+    assert ws.python == probed.python.executable
+    assert ws.extra["reference"]["vendored_includes"]
+    noxfile = (wheel_ws / "noxfile.py").read_text()
+    assert "from onboard.tasks.workspace import *" in noxfile
+
+
+def test_ide_files_map_the_build_prefix(wheel_ws: Path, probed: torchenv.TorchEnv) -> None:
+    checkout = wheel_ws / "pytorch"
+    launch = json.loads((checkout / ".vscode/launch.json").read_text())
+    configs = {c["name"]: c for c in launch["configurations"]}
+    debugpy = configs[ide.DEBUGPY_NAME]
+    assert debugpy["type"] == "debugpy" and debugpy["justMyCode"] is False
+    cpp = configs[ide.CPPDBG_NAME]
+    assert cpp["type"] == "cppdbg" and cpp["request"] == "attach"
+    assert cpp["program"] == probed.python.executable
+    prefix = probed.build_prefix.prefix
+    assert prefix == "/__w/pytorch/pytorch"
+    assert cpp["sourceFileMap"] == {
+        prefix: {"editorPath": str(checkout), "useForBreakpoints": True}
+    }
+    settings = json.loads((checkout / ".vscode/settings.json").read_text())
+    assert settings["python.defaultInterpreterPath"] == probed.python.executable
+    assert str(checkout) in settings["python.analysis.extraPaths"]
+    gdb = (wheel_ws / "onboard.gdb").read_text().splitlines()
+    assert f"set substitute-path {prefix} {checkout}" in gdb
+    assert "/.vscode/" in (checkout / ".git/info/exclude").read_text().splitlines()
+
+
+def test_verify_checks_pass_in_process(wheel_ws: Path, fast_probe: torchenv.TorchEnv) -> None:
+    result = verify.run_checks(workspace.load(wheel_ws))
+    by_name = {c.name: c for c in result.checks}
+    assert result.ok, result.to_json()
+    assert by_name["checkout is the installed commit"].status == verify.PASSED
+    prefix = by_name["build prefix maps to real files"]
+    assert prefix.status == verify.PASSED
+    assert "headers" in prefix.detail  # says it only checked headers on a reference tree
+    assert by_name["settings.json"].status == verify.PASSED
+    assert by_name["launch.json"].status == verify.PASSED
+    assert by_name["gdb substitute-path"].status == verify.PASSED
+
+
+def test_verify_fails_on_a_broken_mapping(
+    wheel_ws: Path, tmp_path: Path, fast_probe: torchenv.TorchEnv
+) -> None:
+    ws = workspace.load(wheel_ws)
+    # IDE files that map another prefix than the binary's: a real mismatch.
+    other = dataclasses.replace(ws, build_prefix="/somewhere/else")
+    by_name = {c.name: c for c in verify.run_checks(other).checks}
+    assert by_name["launch.json"].status == verify.FAILED
+    assert "/somewhere/else" in by_name["launch.json"].detail
+    assert by_name["gdb substitute-path"].status == verify.FAILED
+    # A checkout without the files the binary names fails the prefix and commit checks.
+    (tmp_path / "pytorch").mkdir()
+    empty = dataclasses.replace(ws, root=tmp_path)
+    result = verify.run_checks(empty)
+    again = {c.name: c for c in result.checks}
+    assert not result.ok
+    assert again["build prefix maps to real files"].status == verify.FAILED
+    assert again["checkout is the installed commit"].status == verify.FAILED
+
+
+def test_verify_accepts_added_checks(
+    wheel_ws: Path, monkeypatch: pytest.MonkeyPatch, fast_probe: torchenv.TorchEnv
+) -> None:
+    def extra_check(ctx: verify.VerifyContext) -> verify.Check:
+        return verify.Check("an added check", verify.NOT_CHECKED, f"for {ctx.ws.root.name}")
+
+    monkeypatch.setattr(verify, "CHECKS", [*verify.CHECKS])
+    verify.check(extra_check)
+    result = verify.run_checks(workspace.load(wheel_ws))
+    assert result.checks[-1] == verify.Check("an added check", verify.NOT_CHECKED, "for ws")
+    assert result.ok  # "not checked" is not a failure
+
+
+# ---------------------------------------------------------------------------
+# re-runs (one copy of the workspace, changed step by step)
+
+
+def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
+    wheel_ws: Path, tmp_path: Path, fast_probe: torchenv.TorchEnv
+) -> None:
+    copy = tmp_path / "ws"
+    shutil.copytree(wheel_ws, copy, symlinks=True)
+    # 1. The first re-run re-points the moved copy's IDE files at itself (a merge,
+    #    with backups of what was there); the tree itself is kept.
+    result = setup(copy, from_wheel=True)
+    assert result.state == "unchanged"
+    assert git.head_sha(copy / "pytorch") == git.head_sha(wheel_ws / "pytorch")
+    backups = sorted((copy / "pytorch/.vscode").glob("*.onboard-backup*"))
+    again = setup(copy, from_wheel=True)
+    assert again.state == "unchanged"
+    assert all(f.action == "unchanged" for f in again.ide_files)
+    assert sorted((copy / "pytorch/.vscode").glob("*.onboard-backup*")) == backups
+    assert {c.status for c in verify.run_checks(workspace.load(copy)).checks} == {verify.PASSED}
+
+    # 2. The user's own JSONC launch.json is merged on the next run, with a backup.
+    launch = copy / "pytorch/.vscode/launch.json"
+    launch.write_text(USER_LAUNCH)
+    merged = setup(copy, from_wheel=True)
+    action = {a.path.name: a for a in merged.ide_files}["launch.json"]
+    assert action.action == "merged" and action.backup is not None
+    assert action.backup.read_text() == USER_LAUNCH
+    names = [c["name"] for c in json.loads(launch.read_text())["configurations"]]
+    assert names == ["My script", ide.DEBUGPY_NAME, ide.CPPDBG_NAME]
+    assert git.status_porcelain(copy / "pytorch") == []  # backups stay out of git status
+
+    # 3. A dirty tree that setup would rebuild (it no longer matches the installed
+    #    torch) is left exactly as it is.
+    edited = copy / "pytorch/torch/nn/functional.py"
+    edited.write_text(edited.read_text() + "\n# my change\n")
+    git.git(copy / "pytorch", "commit", "-q", "--amend", "--allow-empty", "-m", "not yours")
+    config = (copy / "onboard.json").read_text()
+    with pytest.raises(OnboardError, match="local changes") as info:
+        setup(copy, from_wheel=True)
+    assert "stash" in (info.value.next_step or "")
+    assert edited.read_text().endswith("# my change\n")
+    assert (copy / "onboard.json").read_text() == config
+
+
+@pytest.mark.slow
+def test_rerun_rebuilds_a_missing_reference_tree(
+    wheel_ws: Path, tmp_path: Path, fast_probe: torchenv.TorchEnv
+) -> None:
+    copy = tmp_path / "ws"
+    copy.mkdir()
+    shutil.copy2(wheel_ws / "onboard.json", copy / "onboard.json")
+    result = setup(copy, from_wheel=True)
+    assert result.state == "resumed"
+    assert git.head_sha(copy / "pytorch") == git.head_sha(wheel_ws / "pytorch")
+    assert not [p for p in copy.iterdir() if "partial" in p.name]
+
+
+# ---------------------------------------------------------------------------
+# IDE merge
+
+
+USER_LAUNCH = """{
+    // my own configurations: keep them
+    "version": "0.2.0",
+    "configurations": [
+        {"name": "My script", "type": "debugpy", "request": "launch", "program": "train.py",},
+        {"name": "onboard: an old onboard config", "type": "cppdbg", "request": "attach"},
+    ],
+    "compounds": [],
+}
+"""
+USER_SETTINGS = """{
+    // editor taste
+    "editor.rulers": [100],
+    "python.analysis.extraPaths": ["/opt/mine"],
+}
+"""
+
+
+def test_ide_merge_keeps_user_jsonc(tmp_path: Path) -> None:
+    folder = tmp_path / ".vscode"
+    folder.mkdir()
+    (folder / "launch.json").write_text(USER_LAUNCH)
+    (folder / "settings.json").write_text(USER_SETTINGS)
+    checkout = tmp_path / "pytorch"
+    actions = ide.write_vscode(
+        folder,
+        checkout=checkout,
+        python="/py/bin/python",
+        prefix="/__w/pytorch/pytorch",
+        torch_dir=tmp_path / "site/torch",
+    )
+    assert [a.action for a in actions] == ["merged", "merged"]
+    launch = json.loads((folder / "launch.json").read_text())
+    names = [c["name"] for c in launch["configurations"]]
+    assert names == ["My script", ide.DEBUGPY_NAME, ide.CPPDBG_NAME]  # old onboard one replaced
+    assert launch["compounds"] == []
+    settings = json.loads((folder / "settings.json").read_text())
+    assert settings["editor.rulers"] == [100]
+    assert settings["python.analysis.extraPaths"] == ["/opt/mine", str(checkout)]
+    assert settings["python.defaultInterpreterPath"] == "/py/bin/python"
+    # The originals, comments and all, are kept as backups.
+    assert (folder / "launch.json.onboard-backup").read_text() == USER_LAUNCH
+    assert (folder / "settings.json.onboard-backup").read_text() == USER_SETTINGS
+    # Running again changes nothing and makes no new backup.
+    again = ide.write_vscode(
+        folder,
+        checkout=checkout,
+        python="/py/bin/python",
+        prefix="/__w/pytorch/pytorch",
+        torch_dir=tmp_path / "site/torch",
+    )
+    assert [a.action for a in again] == ["unchanged", "unchanged"]
+    assert len(list(folder.glob("*.onboard-backup*"))) == 2
+
+
+def test_ide_unparseable_user_file_is_left_alone(tmp_path: Path) -> None:
+    folder = tmp_path / ".vscode"
+    folder.mkdir()
+    broken = '{ "configurations": [ {"name": "half written" '
+    (folder / "launch.json").write_text(broken)
+    actions = ide.write_vscode(folder, checkout=tmp_path, python="/py", prefix="/p", torch_dir=None)
+    launch_action = actions[1]
+    assert launch_action.action == "side-file"
+    assert (folder / "launch.json").read_text() == broken
+    assert launch_action.path == folder / "launch.onboard.json"
+    assert (
+        json.loads(launch_action.path.read_text())["configurations"][1]["name"] == ide.CPPDBG_NAME
+    )
+    assert "left untouched" in launch_action.message
+
+
+# ---------------------------------------------------------------------------
+# bad input
+
+
+def test_non_empty_folder_that_is_not_a_workspace_is_refused(tmp_path: Path) -> None:
+    dest = tmp_path / "stuff"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("mine")
+    with pytest.raises(BadInput, match="not an onboard workspace"):
+        setup(dest, from_wheel=True)
+    assert [p.name for p in dest.iterdir()] == ["notes.txt"]
+
+
+def test_from_wheel_rejects_checkout_options(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="--from-wheel"):
+        setup(tmp_path / "ws", from_wheel=True, commit="a" * 40)
+    assert not (tmp_path / "ws").exists()
+
+
+def test_python_without_torch(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    dest = tmp_path / "ws"
+    with pytest.raises(OnboardError, match="no usable torch") as info:
+        setup(dest, from_wheel=True, python=str(python))
+    assert "--python" in (info.value.next_step or "")
+    assert not dest.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["_home", "venv"]
+
+
+def test_unknown_commit_asks_for_commit(
+    tmp_path: Path, probed: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    unknown = dataclasses.replace(probed, commit=torchenv.classify("2.13.0", "Unknown"))
+    monkeypatch.setattr(torchenv, "probe", lambda python=None, **kw: unknown)
+    with pytest.raises(OnboardError, match="does not say which commit") as info:
+        setup(tmp_path / "ws")
+    assert "--commit" in (info.value.next_step or "")
+    assert not (tmp_path / "ws").exists()
+
+
+# ---------------------------------------------------------------------------
+# the command line
+
+
+@pytest.mark.slow
+def test_cli_from_wheel_json(
+    tmp_path: Path, fast_probe: torchenv.TorchEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "ws"
+    code = run_cli(_cli(), ["setup", str(dest), "--from-wheel", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["ok"] is True and data["state"] == "created"
+    assert data["checkout_kind"] == "reference"
+    assert data["commit"] == fast_probe.commit.sha
+    assert data["debugging"]["cpp"].startswith("needs a full checkout")
+    assert data["reference"]["files"] > 5000
+    assert {f["action"] for f in data["ide_files"]} == {"created"}
+
+
+def test_cli_refusal_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x.txt").write_text("")
+    code = run_cli(_cli(), ["setup", str(tmp_path), "--from-wheel", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert json.loads(captured.out)["error"]["kind"] == "BadInput"
+    assert "not an onboard workspace" in captured.err
+
+
+def _cli() -> click.Command:
+    from onboard.cli import cli
+
+    return cli
