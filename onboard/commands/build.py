@@ -1,0 +1,83 @@
+"""`onboard build`: a debug build of the workspace's checkout in the workspace's nox venv."""
+
+from __future__ import annotations
+
+import click
+
+from onboard.commands._common import common_options, reporter, workspace_option
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.option("--debug", is_flag=True, help="DEBUG=1: -O0 -g everywhere (slow build, slow torch).")
+@click.option(
+    "--debinfo",
+    "debinfo",
+    multiple=True,
+    metavar="PATH",
+    help="USE_CUSTOM_DEBINFO: -g only for this file (relative to the checkout; repeatable).",
+)
+@click.option(
+    "--cache",
+    type=click.Choice(["auto", "ccache", "sccache", "none"]),
+    default="auto",
+    show_default=True,
+    help="Compiler cache as CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER; sccache uses its own shared "
+    "backends (SCCACHE_REDIS_ENDPOINT, SCCACHE_BUCKET, SCCACHE_GCS_BUCKET, ...).",
+)
+@click.option(
+    "--jobs",
+    type=int,
+    default=None,
+    metavar="N",
+    help="MAX_JOBS (default: from cores and free memory).",
+)
+@click.option("--with-tests", is_flag=True, help="BUILD_TEST=1: also build the C++ tests.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan (env, commands, jobs, disk/RAM) and stop."
+)
+@workspace_option
+@common_options
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED, metavar="[-- PIP_ARGS...]")
+def build(
+    debug: bool,
+    debinfo: tuple[str, ...],
+    cache: str,
+    jobs: int | None,
+    with_tests: bool,
+    dry_run: bool,
+    workspace: str | None,
+    extra: tuple[str, ...],
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    """Build the workspace's PyTorch checkout (RelWithDebInfo by default) with
+    `pip install --no-build-isolation -v -e .` in the workspace's nox venv, then
+    check that the build is the torch that venv imports.
+
+    Arguments after `--` go to `pip install`. Exit status: 0 built and checked
+    (or --dry-run with a clean pre-flight), 1 a failed pre-flight, build or check,
+    2 bad arguments.
+    """
+    from onboard import workspace as ws_mod
+    from onboard.console import emit
+    from onboard.workflows.build import build as run_build
+    from onboard.workflows.build import plan as make_plan
+
+    ws = ws_mod.require(workspace)
+    rep = reporter(as_json, verbose)
+    the_plan = make_plan(
+        ws,
+        debug=debug,
+        debinfo_files=debinfo,
+        cache=cache,
+        jobs=jobs,
+        with_tests=with_tests,
+        extra_args=[a for a in extra if a != "--"],
+        reporter=rep,
+    )
+    if dry_run:
+        emit(the_plan, as_json=as_json, verbose=verbose)
+        return 0 if the_plan.ok else 1
+    result = run_build(ws, the_plan, rep)
+    emit(result, as_json=as_json, verbose=verbose)
+    return result.exit_code

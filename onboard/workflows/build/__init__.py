@@ -1,0 +1,31 @@
+"""`onboard build`: a debug build of the workspace's checkout in the workspace's nox venv.
+
+``plan()`` chooses (and explains) the environment, jobs and estimates and runs
+the pre-flight; ``build()`` runs the nox session ``build`` (``tasks/build.py``)
+with that plan, streams it to a log with a progress bar, and proves afterwards
+that the build is the torch in use.
+"""
+
+from __future__ import annotations
+
+from onboard.workflows.build.plan import BuildPlan, Check, Choice, Estimate, plan
+from onboard.workflows.build.run import (
+    BuildResult,
+    CacheStats,
+    SetupAndBuild,
+    build,
+    build_after_setup,
+)
+
+__all__ = [
+    "BuildPlan",
+    "BuildResult",
+    "CacheStats",
+    "Check",
+    "Choice",
+    "Estimate",
+    "SetupAndBuild",
+    "build",
+    "build_after_setup",
+    "plan",
+]

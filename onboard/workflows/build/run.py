@@ -1,0 +1,279 @@
+"""Running the plan: the workspace's nox session, streamed to a log, then the proofs."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard import proc
+from onboard.errors import OnboardError
+from onboard.workflows.build.log import FirstError, first_error, parse_progress
+from onboard.workflows.build.plan import BuildPlan
+from onboard.workflows.build.verify import (
+    IdeChange,
+    Imported,
+    PostCheck,
+    link_compile_commands,
+    point_launch_at,
+    post_checks,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onboard.report import Reporter
+    from onboard.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Compiler-cache counters for this build (after minus before)."""
+
+    tool: str
+    hits: int | None
+    misses: int | None
+    location: str = ""
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "hits": self.hits,
+            "misses": self.misses,
+            "location": self.location,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """``to_json`` keys (stable): ok, returncode, log, seconds, build_type, jobs,
+    env {NAME: value | null}, progress {done, total}, first_error {line, lines} | null,
+    imported {file, version, git_version, libraries {path: has_debug_info}, error} | null,
+    checks {NAME: {ok, detail}}, ide [{path, action, detail}], cache {tool, hits, misses,
+    location, note} | null, venv_python, notes."""
+
+    plan: BuildPlan
+    returncode: int
+    log: Path
+    seconds: float
+    progress: tuple[int, int] | None
+    first_error: FirstError | None = None
+    imported: Imported | None = None
+    checks: tuple[PostCheck, ...] = ()
+    ide: tuple[IdeChange, ...] = ()
+    cache: CacheStats | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and all(c.ok for c in self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "returncode": self.returncode,
+            "log": str(self.log),
+            "seconds": round(self.seconds, 1),
+            "build_type": self.plan.build_type,
+            "jobs": self.plan.jobs,
+            "env": self.plan.env_values(),
+            "progress": {"done": self.progress[0], "total": self.progress[1]}
+            if self.progress
+            else None,
+            "first_error": self.first_error.to_json() if self.first_error else None,
+            "imported": self.imported.to_json() if self.imported else None,
+            "checks": {c.name: c.to_json() for c in self.checks},
+            "ide": [c.to_json() for c in self.ide],
+            "cache": self.cache.to_json() if self.cache else None,
+            "venv_python": str(self.plan.venv_python),
+            "notes": list(self.notes),
+        }
+
+    def render(self, console: Console, verbose: bool) -> None:
+        if self.returncode != 0:
+            console.print(
+                f"[bold red]The build failed[/] (exit {self.returncode}) after "
+                f"{self.seconds:.0f} s."
+            )
+            if self.first_error:
+                console.print(f"First error (log line {self.first_error.line_number}):")
+                for line in self.first_error.lines:
+                    console.print(f"  {line}", markup=False)
+            console.print(f"Full log: {self.log}")
+            console.print(
+                "Fix the error, then run `onboard build` again (the build is incremental)."
+            )
+            return
+        state = "[bold green]Built[/]" if self.ok else "[bold yellow]Built, but a check failed[/]"
+        console.print(f"{state} {self.plan.build_type} in {self.seconds:.0f} s (log: {self.log}).")
+        for c in self.checks:
+            mark = "[green]ok[/]" if c.ok else "[red]FAIL[/]"
+            console.print(f"  {mark} {c.name}: {c.detail}", markup=True)
+        if self.cache:
+            console.print(
+                f"  cache {self.cache.tool}: {self.cache.hits} hits, {self.cache.misses} misses"
+                + (f" ({self.cache.location})" if self.cache.location else "")
+            )
+            if self.cache.note:
+                console.print(f"  [yellow]note[/] {self.cache.note}")
+        for change in self.ide:
+            console.print(f"  {change.action}: {change.path} {change.detail}")
+        for note in self.notes:
+            console.print(f"[yellow]note[/] {note}")
+        console.print(
+            f"Use it: {self.plan.venv_python} your_script.py (VS Code: onboard's launch "
+            "configurations now run this interpreter)."
+        )
+
+
+def _sccache_stats(launcher: str, env: dict[str, str]) -> dict[str, Any] | None:
+    try:
+        result = proc.run(
+            [launcher, "--show-stats", "--stats-format", "json"], env=env, timeout=120, check=False
+        )
+    except OnboardError:
+        return None
+    try:
+        data = json.loads(result.stdout)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _count(stats: dict[str, Any] | None, key: str) -> int:
+    counts = ((stats or {}).get("stats") or {}).get(key, {}).get("counts", {})
+    return sum(int(v) for v in counts.values()) if isinstance(counts, dict) else 0
+
+
+def _session_env(plan: BuildPlan) -> dict[str, str]:
+    removed = [name for name, value in plan.env_values().items() if value is None]
+    env = proc.environ(drop=removed)
+    env.update({k: v for k, v in plan.env_values().items() if v is not None})
+    return env
+
+
+def build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
+    """Run the workspace's ``build`` session with ``plan``; check the result.
+
+    Raises ``OnboardError`` when a pre-flight check failed (nothing was run);
+    a failed build returns a result with the first error and the log path.
+    """
+    if not plan.ok:
+        raise plan.failure_error()
+    noxfile = ws.root / "noxfile.py"
+    if not noxfile.is_file() or "onboard.tasks" not in noxfile.read_text(errors="replace"):
+        raise OnboardError(
+            f"{noxfile} is missing or is not onboard's generated noxfile, so the build session "
+            "cannot be found.",
+            next_step=f"Run `onboard setup {ws.root}` to regenerate it "
+            "(a changed copy is backed up).",
+        )
+    plan_path = plan.write_for_session()
+    plan.log_dir.mkdir(parents=True, exist_ok=True)
+    log = plan.log_dir / time.strftime("build-%Y%m%d-%H%M%S.log")
+    env = _session_env(plan)
+    before = None
+    if plan.cache_tool == "sccache" and plan.cache_launcher:
+        # Starts the sccache server with this env (SCCACHE_BASEDIRS, the backend) if none runs.
+        before = _sccache_stats(plan.cache_launcher, env)
+    cmd = [
+        sys.executable,
+        "-m",
+        "nox",
+        "-f",
+        str(noxfile),
+        "-s",
+        "build",
+        "--",
+        "--plan",
+        str(plan_path),
+    ]
+    reporter.step(f"building {plan.checkout} ({plan.build_type}, MAX_JOBS={plan.jobs}); log: {log}")
+    progress: list[tuple[int, int]] = []
+    start = time.monotonic()
+    with reporter.task("build", total=None) as task:
+
+        def on_line(line: str) -> None:
+            step = parse_progress(line)
+            if step is not None:
+                progress.append((step.done, step.total))
+                task.update(completed=step.done, total=step.total, detail=step.what[:60])
+            elif line.startswith("nox > "):
+                reporter.detail(line)
+
+        rc = proc.stream(cmd, on_line=on_line, cwd=ws.root, env=env, log_path=log)
+    seconds = time.monotonic() - start
+    last = progress[-1] if progress else None
+    if rc != 0:
+        return BuildResult(plan, rc, log, seconds, last, first_error=first_error(log))
+    reporter.step("checking the build in a fresh interpreter")
+    imported, checks = post_checks(plan.venv_python, plan.checkout, cwd=plan.venv)
+    ide: list[IdeChange] = [link_compile_commands(plan.checkout)]
+    ide.append(point_launch_at(plan.checkout, plan.venv_python))
+    cache = None
+    if plan.cache_tool == "sccache" and plan.cache_launcher:
+        after = _sccache_stats(plan.cache_launcher, env)
+        basedirs = [str(b).rstrip("/") for b in (after or {}).get("basedirs") or []]
+        note = ""
+        if after is not None and str(plan.checkout).rstrip("/") not in basedirs:
+            note = (
+                "the running sccache server was started without this checkout in "
+                "SCCACHE_BASEDIRS, so its entries are tied to this folder: `sccache --stop-server` "
+                "and build again to share them across folders"
+            )
+        cache = CacheStats(
+            "sccache",
+            _count(after, "cache_hits") - _count(before, "cache_hits") if after else None,
+            _count(after, "cache_misses") - _count(before, "cache_misses") if after else None,
+            str((after or {}).get("cache_location") or ""),
+            note,
+        )
+    elif plan.cache_tool:
+        cache = CacheStats(plan.cache_tool, None, None, note="counters are shown by `ccache -s`")
+    return BuildResult(
+        plan, rc, log, seconds, last, None, imported, checks, tuple(ide), cache, plan.notes
+    )
+
+
+# --- `onboard setup DIR --build` ---
+
+
+@dataclass(frozen=True)
+class SetupAndBuild:
+    """Setup then build in one go. ``to_json`` keys: ok, setup (setup's own JSON), build."""
+
+    setup: Any  # onboard.workflows.setup.SetupResult
+    build: BuildResult
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.setup.ok) and self.build.ok
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "setup": self.setup.to_json(), "build": self.build.to_json()}
+
+    def render(self, console: Console, verbose: bool) -> None:
+        self.setup.render(console, verbose)
+        self.build.render(console, verbose)
+
+
+def build_after_setup(setup_result: Any, reporter: Reporter) -> SetupAndBuild:
+    """Build the workspace ``onboard setup`` just made, with ``onboard build``'s defaults."""
+    from onboard import workspace
+    from onboard.workflows.build.plan import plan
+
+    ws = workspace.load(Path(setup_result.workspace))
+    return SetupAndBuild(setup_result, build(ws, plan(ws, reporter=reporter), reporter))
