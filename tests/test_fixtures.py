@@ -543,7 +543,19 @@ def test_home_guard_fails_a_session_that_writes_to_home(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(start_home)}
     env.pop("ONBOARD_TESTS_ALLOW_HOME_CHANGES", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(inner)],
+        # Its own --basetemp: otherwise the inner session rotates (deletes) the
+        # old numbered temp dirs of pytest-of-<user>, slow and unkind to other runs.
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "inner-tmp"),
+            str(inner),
+        ],
         cwd=inner,
         env=env,
         capture_output=True,
