@@ -20,7 +20,10 @@ class OnboardError(Exception):
 
     def paragraph(self) -> str:
         if self.next_step:
-            return f"{self.message} {self.next_step}"
+            # Messages often end with a quoted tool error ("... Connection
+            # refused"): close the sentence before naming the next step.
+            end = "" if self.message.endswith((".", "!", "?", ":")) else "."
+            return f"{self.message}{end} {self.next_step}"
         return self.message
 
     def to_json(self) -> dict[str, object]:
