@@ -517,7 +517,8 @@ def files_touched(repo: str | os.PathLike[str], rev: str) -> list[str]:
 
 
 # --- harvest ---
-# `onboard harvest`: the `git grep` fallback when ripgrep is not installed,
+# `onboard harvest`: the `git grep` fallback when ripgrep is not installed, the
+# status that keys its per-commit cache,
 # and blame limited to the lines a user is shown (never the whole tree).
 
 
@@ -568,18 +569,43 @@ def blame_porcelain(
     return git(repo, *args, timeout=timeout, what=f"`git blame` of {path}").stdout
 
 
-# --- where / locate ---
+def status_v2(
+    repo: str | os.PathLike[str], *, timeout: float = 120
+) -> tuple[str | None, list[str]] | None:
+    """(HEAD sha, changed or untracked paths) from ``git status --porcelain=v2 -z``.
 
-
-def head_commit(repo: str | os.PathLike[str]) -> str | None:
-    """The commit checked out at ``repo``, or None when it is not a git work tree.
-
-    `onboard where`/`locate` key their per-tree caches on it.
+    Paths are relative to the top of the work tree; renames come as a delete
+    and an add. None when git cannot say (not a repository, git failed).
     """
-    if not Path(repo).is_dir():
+    result = git(
+        repo,
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--untracked-files=all",
+        "--no-renames",
+        "--ignore-submodules=dirty",
+        check=False,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
         return None
-    result = git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False, timeout=30)
-    return result.stdout.strip() if result.returncode == 0 else None
+    head: str | None = None
+    paths: list[str] = []
+    for entry in result.stdout.split("\0"):
+        if entry.startswith("# branch.oid "):
+            oid = entry.split()[2]
+            head = oid if oid != "(initial)" else None
+        elif entry.startswith(("1 ", "u ")):
+            # "1 XY sub mH mI mW hH hI path" / "u XY sub m1 m2 m3 mW h1 h2 h3 path"
+            fields = 9 if entry[0] == "1" else 11
+            parts = entry.split(" ", fields - 1)
+            if len(parts) == fields:
+                paths.append(parts[-1])
+        elif entry.startswith("? "):
+            paths.append(entry[2:])
+    return head, paths
 
 
 # --- new-op ---
@@ -654,40 +680,3 @@ def unshallow(
         on_line=on_line or (lambda _line: None),
         idle_timeout=idle_timeout,
     )
-
-
-def status_v2(repo: str | os.PathLike[str], *, timeout: float = 120) -> tuple[str | None, list[str]] | None:
-    """(HEAD sha, changed or untracked paths) from ``git status --porcelain=v2 -z``.
-
-    Paths are relative to the top of the work tree; renames come as a delete
-    and an add. None when git cannot say (not a repository, git failed).
-    """
-    result = git(
-        repo,
-        "status",
-        "--porcelain=v2",
-        "-z",
-        "--branch",
-        "--untracked-files=all",
-        "--no-renames",
-        "--ignore-submodules=dirty",
-        check=False,
-        timeout=timeout,
-    )
-    if result.returncode != 0:
-        return None
-    head: str | None = None
-    paths: list[str] = []
-    for entry in result.stdout.split("\0"):
-        if entry.startswith("# branch.oid "):
-            oid = entry.split()[2]
-            head = oid if oid != "(initial)" else None
-        elif entry.startswith(("1 ", "u ")):
-            # "1 XY sub mH mI mW hH hI path" / "u XY sub m1 m2 m3 mW h1 h2 h3 path"
-            fields = 9 if entry[0] == "1" else 11
-            parts = entry.split(" ", fields - 1)
-            if len(parts) == fields:
-                paths.append(parts[-1])
-        elif entry.startswith("? "):
-            paths.append(entry[2:])
-    return head, paths

@@ -1,0 +1,144 @@
+"""Benchmark `onboard harvest --json` against ripgrep on the wheel's reference tree.
+
+Builds the `--from-wheel` reference tree of the installed torch (~11.9k files,
+~2.2M lines: Python sources, headers, yaml) in a temporary folder, then times
+whole commands, each run as a fresh process, median of RUNS, alternating:
+
+- ripgrep: `rg -n` for the same tags over the same files (the reference);
+- `onboard harvest --json`, warm: same commit and same changed files as the
+  run before, so the whole result comes from the cache (`git status` checks);
+- `onboard harvest --json --searcher rg`: ripgrep runs, files unchanged since
+  the last run come from the per-file cache, everything is ranked again (what
+  a run costs right after an edit);
+- `onboard harvest --json --no-cache`, cold: every file with a hit is lexed
+  again (Python through tokenize), once.
+
+Target (issue 7): warm at most 2x ripgrep, ranking included.
+Run: python bench/bench_harvest.py [--tree DIR]   (DIR: reuse a built tree)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fixtures.pytorch_repo import find_package_dir, find_torch_dir  # noqa: E402
+
+from onboard import workspace as ws_mod  # noqa: E402
+from onboard.workflows.harvest import scan  # noqa: E402
+from onboard.workflows.reference_tree import build, plan  # noqa: E402
+
+RUNS = 7
+COMMIT = "cf30153c4c131c8164ee7798e5022d810682e2cb"
+
+
+def _wall(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return took, proc.stdout
+
+
+def _tree(dest: Path) -> Path:
+    tree = plan(find_torch_dir(), find_package_dir("torchgen"))
+    build(dest, tree, torch_version="bench", commit=COMMIT, version_txt="2.13.0")
+    return dest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tree", type=Path, help="an already built reference tree to reuse")
+    parser.add_argument("--runs", type=int, default=RUNS)
+    args = parser.parse_args()
+    rg = scan.ripgrep_path()
+    with tempfile.TemporaryDirectory(prefix="bench-harvest-") as tmp:
+        base = Path(tmp)
+        tree = args.tree.resolve() if args.tree else _tree(base / "reference")
+        ws = base / "ws"
+        ws.mkdir()
+        ws_mod.save(
+            ws_mod.Workspace(
+                root=ws, torch_version="bench", commit=COMMIT, commit_kind="release",
+                build_prefix=None, python=sys.executable, checkout=os.path.relpath(tree, ws),
+                checkout_kind=ws_mod.REFERENCE,
+            )
+        )  # fmt: skip
+        # Bytecode cached as an installed package has it (this dev setup sets
+        # PYTHONDONTWRITEBYTECODE=1, which recompiles onboard on every start),
+        # kept in the temporary folder, not next to the sources.
+        env = dict(
+            os.environ, XDG_CACHE_HOME=str(base / "cache"), PYTHONPYCACHEPREFIX=str(base / "pyc")
+        )
+        for name in ("GITHUB_TOKEN", "GH_TOKEN", "ONBOARD_WORKSPACE", "PYTHONDONTWRITEBYTECODE"):
+            env.pop(name, None)
+        files = subprocess.run(["git", "-C", str(tree), "ls-files"], capture_output=True, text=True)
+        n_files = len(files.stdout.splitlines())
+        harvest = [sys.executable, "-m", "onboard", "harvest", "--json"]
+        rg_cmd = [rg or "rg", "-n", "--no-heading", "-e", scan.RG_PATTERN]
+        for glob in scan._GLOBS:
+            rg_cmd += ["-g", glob]
+        rg_cmd.append(".")
+
+        cold, out = _wall([*harvest, "--no-cache"], ws, env)  # also fills the cache
+        data = json.loads(out)
+        _wall(rg_cmd, tree, env)  # page cache warm for both
+        _wall(harvest, ws, env)  # bytecode written
+        rg_times, warm_times, file_times = [], [], []
+        last = out
+        for _ in range(args.runs):
+            rg_times.append(_wall(rg_cmd, tree, env)[0])
+            took, last = _wall(harvest, ws, env)
+            warm_times.append(took)
+            # --searcher rg skips the whole-result cache: grep + per-file cache + ranking,
+            # what a run costs right after an edit.
+            file_times.append(_wall([*harvest, "--searcher", "rg"], ws, env)[0])
+        pass_time = statistics.median(
+            _wall([sys.executable, "-c", "pass"], ws, env)[0] for _ in range(args.runs)
+        )
+        t_rg = statistics.median(rg_times)
+        t_warm = statistics.median(warm_times)
+        t_files = statistics.median(file_times)
+        s = data["summary"]
+        print(f"tree: {n_files} files (reference tree of the installed wheel)")
+        print(f"searcher: {data['searcher']}")
+        print(
+            f"harvested: {s['harvested']} comments, skipped {s['skipped_vendored']} vendored and "
+            f"{s['skipped_generated']} generated, {s['non_comment_hits']} non-comment hits"
+        )
+        print(f"ripgrep -n, same tags and files: {t_rg:.3f} s (median of {args.runs})")
+        print(
+            f"onboard harvest --json, warm cache: {t_warm:.3f} s "
+            f"(ratio {t_warm / t_rg:.2f} vs ripgrep {t_rg:.3f} s; target <= 2)"
+        )
+        print(
+            f"onboard harvest --json --searcher rg, after an edit: {t_files:.3f} s "
+            f"(ratio {t_files / t_rg:.2f} vs ripgrep {t_rg:.3f} s)"
+        )
+        print(
+            f"onboard harvest --json --no-cache, cold: {cold:.3f} s "
+            f"(ratio {cold / t_rg:.2f} vs ripgrep {t_rg:.3f} s)"
+        )
+        print(
+            f"python -c pass: {pass_time:.3f} s "
+            f"(ratio {pass_time / t_rg:.2f} vs ripgrep {t_rg:.3f} s; interpreter start-up alone)"
+        )
+        print(f"in-process phases, cold run: {json.dumps(data.get('seconds', {}))}")
+        print(
+            f"in-process phases, last warm run: {json.dumps(json.loads(last).get('seconds', {}))}"
+        )
+
+
+if __name__ == "__main__":
+    main()

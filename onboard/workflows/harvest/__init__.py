@@ -1,0 +1,776 @@
+"""`onboard harvest`: the tree's TODO/FIXME/XXX/HACK comments as ranked first tasks.
+
+The flow: grep for candidate lines (ripgrep, else git grep) -> lex only the
+files with hits to keep real comments (``lexer``) -> skip vendored and
+generated code, counting what was skipped -> parse the form of each comment
+(``forms``) -> score it with reasons (``rank``) -> filter -> enrich what is
+shown (blame, linked issues; ``enrich``) -> a result with a rich table, JSON
+and Markdown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard import workspace as ws_mod
+from onboard.errors import BadInput, OnboardError
+from onboard.report import Reporter
+from onboard.workflows.harvest import enrich, forms, rank, scan
+from onboard.workflows.harvest.rank import Item
+from onboard.workflows.harvest.tags import TAGS, language
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+DEFAULT_LIMIT = 20
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_GITHUB_REPO = "pytorch/pytorch"
+CONTEXT_LINES = 6
+
+__all__ = ["HarvestResult", "Item", "ShowResult", "harvest", "show"]
+
+
+# --------------------------------------------------------------------------
+# Where to harvest
+
+
+@dataclass(frozen=True)
+class Target:
+    root: Path
+    ws: ws_mod.Workspace | None  # the workspace whose checkout this is, if any
+    kind: str  # "reference" / "clone" / "checkout" (a repo not made by onboard)
+
+    def url(self, path: str, line: int | None = None) -> str | None:
+        return self.ws.github_url(path, line) if self.ws is not None else None
+
+
+def resolve_target(workspace: str | None, repo: str | None) -> Target:
+    """``--repo PATH``, else the workspace checkout, else the git repo around cwd."""
+    if repo:
+        root = Path(repo).expanduser().resolve()
+        if not root.is_dir():
+            raise BadInput(
+                f"--repo {repo}: no such folder.",
+                next_step="Pass the path of a PyTorch checkout (or the checkout inside an "
+                "onboard workspace).",
+            )
+        ws = _workspace_quietly(workspace)
+        if ws is not None and ws.checkout_path.resolve() != root:
+            ws = None
+        return Target(root, ws, _kind(ws))
+    ws = ws_mod.find(workspace)
+    if ws is not None:
+        root = ws.checkout_path
+        if not root.is_dir():
+            raise OnboardError(
+                f"The workspace {ws.root} has no checkout at {root}.",
+                next_step=f"Run `onboard setup {ws.root} --from-wheel` (offline) to rebuild it.",
+            )
+        return Target(root.resolve(), ws, _kind(ws))
+    from onboard import git
+
+    try:
+        root = git.get_root(Path.cwd())
+    except OnboardError:
+        raise OnboardError(
+            f"No onboard workspace and no git repository around {Path.cwd()}: nothing to harvest.",
+            next_step="Run `onboard setup DIR --from-wheel` (offline, seconds) and run "
+            "`onboard harvest` inside DIR, or pass --repo PATH of a PyTorch checkout.",
+        ) from None
+    return Target(root.resolve(), None, "checkout")
+
+
+def _workspace_quietly(explicit: str | None) -> ws_mod.Workspace | None:
+    try:
+        return ws_mod.find(explicit)
+    except OnboardError:
+        return None
+
+
+def _kind(ws: ws_mod.Workspace | None) -> str:
+    if ws is None:
+        return "checkout"
+    return "reference" if ws.is_reference else "clone"
+
+
+# --------------------------------------------------------------------------
+# The scan, shared by `harvest` and `harvest show`
+
+
+@dataclass
+class Scan:
+    target: Target
+    searcher: str
+    items: list[Item]  # every harvested comment, ranked
+    candidate_lines: int
+    files_with_hits: int
+    non_comment_hits: int
+    skipped_vendored: int
+    skipped_generated: int
+    skipped_vendored_files: int
+    skipped_generated_files: int
+    fallback_files: list[str]
+    files_lexed: int
+    files_cached: int
+    seconds: dict[str, float]
+    cache: str = "none"  # "tree" (whole result, same commit and changes), "files", "none"
+
+
+def _scan(target: Target, *, searcher: str, cache: Path | None, reporter: Reporter) -> Scan:
+    """Every harvested comment of the tree, ranked.
+
+    With a cache, the whole result is kept per tree state: the HEAD commit
+    plus the size and mtime of every changed or untracked file (`git status`,
+    which reads git's own stat cache). While that holds, nothing is grepped
+    or lexed again; otherwise the grep runs and only files whose size or
+    mtime changed are lexed again.
+    """
+    t0 = time.monotonic()
+    key = None
+    if cache is not None and searcher == "auto":  # an explicit --searcher means: run that one
+        # `git status` runs in its own process while the stored result is read.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            status = pool.submit(_tree_key, target.root)
+            data = scan.read_json(_scan_file(target, cache))
+            key = status.result()
+        stored = _scan_from(target, data) if key is not None and data.get("key") == key else None
+        if stored is not None:
+            stored.seconds = {"tree_cache": round(time.monotonic() - t0, 3)}
+            return stored
+    reporter.step(f"searching {target.root} for TODO/FIXME/XXX/HACK")
+    # The grep runs in its own process; read the cache and index the tests meanwhile.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        grep = pool.submit(scan.find_candidates, target.root, searcher=searcher)
+        cached = scan.load_cache(target.root, cache)
+        tests = rank.NearbyTests(target.root)
+        cands = grep.result()
+    reporter.detail(f"{cands.searcher}: {cands.line_count} lines in {len(cands.hits)} files")
+    uncached = sum(1 for p in cands.hits if p not in cached)
+    with reporter.task("checking which hits are real comments", total=uncached) as task:
+
+        def progress(n: int, total: int, path: str) -> None:
+            task.update(completed=n, total=total, detail=path[-60:])
+
+        files, stats = scan.lex_files(
+            target.root, cands.hits, cache=cache, progress=progress, cached=cached
+        )
+    t_lex = time.monotonic()
+    items: list[Item] = []
+    vendored = generated = vendored_files = generated_files = non_comment = 0
+    for fc in files:
+        comments = fc.comments
+        if scan.vendored(fc.path):
+            vendored += len(comments)
+            vendored_files += 1
+            continue
+        if fc.generated or scan.generated_path(fc.path):
+            generated += len(comments)
+            generated_files += 1
+            continue
+        covered: set[int] = set()
+        for c in comments:
+            covered.update(range(c.line, c.end_line + 1))
+        non_comment += sum(1 for ln in cands.hits.get(fc.path, ()) if ln not in covered)
+        seen: Counter[str] = Counter()
+        lang = language(fc.path) or "c++"
+        module = rank.module_of(fc.path)
+        for c in comments:
+            norm = forms.normalise(c.text)
+            occurrence = seen[norm]
+            seen[norm] += 1
+            item = Item(
+                id=rank.stable_id(fc.path, c.text, occurrence),
+                path=fc.path,
+                line=c.line,
+                end_line=c.end_line,
+                col=c.col,
+                language=lang,
+                module=module,
+                text=c.text,
+                form=forms.parse(c.text),
+            )
+            rank.score(item, tests)
+            items.append(item)
+    items.sort(key=rank.sort_key)
+    t_rank = time.monotonic()
+    result = Scan(
+        target=target,
+        searcher=cands.searcher,
+        items=items,
+        candidate_lines=cands.line_count,
+        files_with_hits=len(cands.hits),
+        non_comment_hits=non_comment,
+        skipped_vendored=vendored,
+        skipped_generated=generated,
+        skipped_vendored_files=vendored_files,
+        skipped_generated_files=generated_files,
+        fallback_files=stats.fallback_files,
+        files_lexed=stats.files_lexed,
+        files_cached=stats.files_cached,
+        seconds={
+            "grep": round(cands.seconds, 3),
+            "lex": round(t_lex - t0 - cands.seconds, 3),
+            "rank": round(t_rank - t_lex, 3),
+        },
+        cache="files" if stats.files_cached else "none",
+    )
+    if key is not None and cache is not None:
+        _save_scan(result, cache, key)
+    for item in items:
+        item.url = target.url(item.path, item.line)
+    return result
+
+
+# The whole-result cache. Bump when lexing, parsing or scoring changes.
+SCAN_VERSION = 1
+
+
+def _tree_key(root: Path) -> str | None:
+    """HEAD + the state of every changed file, or None outside a git work tree top."""
+    if not (root / ".git").exists():
+        return None
+    from onboard import git
+
+    try:
+        status = git.status_v2(root)
+    except OnboardError:
+        return None
+    if status is None or status[0] is None:
+        return None
+    head, changed = status
+    parts: list[str] = [f"v{SCAN_VERSION}", str(head)]
+    for rel in sorted(changed):
+        try:
+            st = (root / rel).stat()
+            parts.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{rel}:gone")
+    return hashlib.sha1("\0".join(parts).encode()).hexdigest()
+
+
+def _scan_file(target: Target, cache: Path) -> Path:
+    return cache / f"tree-{hashlib.sha1(str(target.root).encode()).hexdigest()[:16]}.json"
+
+
+def _save_scan(result: Scan, cache: Path, key: str) -> None:
+    data = {
+        "key": key,
+        "searcher": result.searcher,
+        "counts": [
+            result.candidate_lines, result.files_with_hits, result.non_comment_hits,
+            result.skipped_vendored, result.skipped_generated, result.skipped_vendored_files,
+            result.skipped_generated_files,
+        ],
+        "fallback_files": result.fallback_files,
+        "items": [
+            [
+                i.id, i.path, i.line, i.end_line, i.col, i.language, i.module, i.text,
+                list(dataclasses.astuple(i.form)), [[r.points, r.why] for r in i.reasons],
+                i.test_file,
+            ]
+            for i in result.items
+        ],
+    }  # fmt: skip
+    scan.write_json(_scan_file(result.target, cache), data)
+
+
+def _scan_from(target: Target, data: dict[str, Any]) -> Scan | None:
+    shared: dict[tuple[int, str], rank.Reason] = {}
+    try:
+        items = []
+        for row in data["items"]:
+            (iid, path, line, end, col, lang, module, text, form, reasons, test_file) = row
+            f = forms.Form(
+                form[0], form[1], tuple(form[2]), tuple(form[3]), tuple(form[4]),
+                tuple(form[5]), tuple(form[6]), form[7],
+            )  # fmt: skip
+            item = Item(iid, path, line, end, col, lang, module, text, f)
+            # Most reasons repeat word for word: share one (frozen) object each.
+            item.reasons = [
+                shared.get((p, w)) or shared.setdefault((p, w), rank.Reason(p, w))
+                for p, w in reasons
+            ]
+            item.test_file = test_file
+            item.url = target.url(path, line)
+            items.append(item)
+        c = [int(x) for x in data["counts"]]
+        return Scan(
+            target=target,
+            searcher=str(data["searcher"]),
+            items=items,
+            candidate_lines=c[0],
+            files_with_hits=c[1],
+            non_comment_hits=c[2],
+            skipped_vendored=c[3],
+            skipped_generated=c[4],
+            skipped_vendored_files=c[5],
+            skipped_generated_files=c[6],
+            fallback_files=list(data["fallback_files"]),
+            files_lexed=0,
+            files_cached=0,
+            seconds={},
+            cache="tree",
+        )
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+# --------------------------------------------------------------------------
+# harvest
+
+
+@dataclass
+class HarvestResult:
+    """What `onboard harvest` found (JSON keys: see ``to_json``)."""
+
+    scan: Scan
+    items: list[Item]  # the shown ones, ranked
+    matched: int  # items passing the filters (before --limit)
+    filters: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    issues: list[dict[str, Any]] | None = None  # --issues
+    output: str = "table"  # table / markdown
+
+    @property
+    def total(self) -> int:
+        return len(self.scan.items)
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def summary(self) -> dict[str, Any]:
+        s = self.scan
+        tags = Counter(i.tag for i in s.items)
+        kinds = Counter(i.form.kind for i in s.items)
+        return {
+            "harvested": self.total,
+            "matched": self.matched,
+            "shown": len(self.items),
+            "python_only": sum(1 for i in s.items if i.python_only),
+            "by_tag": {t: tags.get(t, 0) for t in TAGS},
+            "by_kind": dict(sorted(kinds.items())),
+            "skipped_vendored": s.skipped_vendored,
+            "skipped_vendored_files": s.skipped_vendored_files,
+            "skipped_generated": s.skipped_generated,
+            "skipped_generated_files": s.skipped_generated_files,
+            "candidate_lines": s.candidate_lines,
+            "files_with_hits": s.files_with_hits,
+            "non_comment_hits": s.non_comment_hits,
+            "tokenize_fallback_files": s.fallback_files,
+            "files_lexed": s.files_lexed,
+            "files_cached": s.files_cached,
+            "cache": s.cache,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.scan.target
+        return {
+            "root": str(t.root),
+            "tree": t.kind,
+            "commit": t.ws.commit if t.ws else None,
+            "searcher": self.scan.searcher,
+            "summary": self.summary(),
+            "filters": self.filters,
+            "items": [i.to_json() for i in self.items],
+            "issues": self.issues,
+            "notes": self.notes,
+            "seconds": self.scan.seconds,
+        }
+
+    def markdown(self) -> str:
+        t = self.scan.target
+        s = self.summary()
+        out = ["# First tasks from TODO/FIXME comments", ""]
+        where = f"`{t.root}`"
+        if t.ws is not None:
+            where += f" (torch {t.ws.torch_version}, {t.kind} tree"
+            where += f" at {t.ws.commit[:12]})" if t.ws.commit else ")"
+        out.append(
+            f"{s['harvested']} tagged comments in {where}, found with {self.scan.searcher}; "
+            f"skipped {s['skipped_vendored']} in vendored and {s['skipped_generated']} in "
+            f"generated files. The {len(self.items)} best of {s['matched']} matching:"
+        )
+        out.append("")
+        for n, item in enumerate(self.items, 1):
+            loc = f"`{item.path}:{item.line}`"
+            if item.url:
+                loc = f"[{loc}]({item.url})"
+            out.append(f"{n}. **{_md(item.text[:200])}**  ")
+            out.append(f"   {loc} · `{item.id}` · score {item.score}")
+            for r in item.reasons:
+                out.append(f"   - {r.points:+d} {_md(r.why)}")
+            if item.blame and item.blame.get("age_days") is not None:
+                out.append(
+                    f"   - last touched {item.blame['age_days']} days ago by {item.blame['author']}"
+                )
+        if self.issues:
+            out += ["", "## Newcomer-labelled issues", ""]
+            for issue in self.issues:
+                labels = ", ".join(issue["labels"])
+                out.append(
+                    f"- [#{issue['number']} {_md(issue['title'])}]({issue['url']}) ({labels})"
+                )
+        if self.notes:
+            out += [""] + [f"> {n}" for n in self.notes]
+        return "\n".join(out) + "\n"
+
+    def render(self, console: Console, verbose: bool) -> None:
+        if self.output == "markdown":
+            console.file.write(self.markdown())
+            return
+        from rich.table import Table
+        from rich.text import Text
+
+        s = self.summary()
+        table = Table(show_lines=True, pad_edge=False, expand=False)
+        table.add_column("id", style="cyan", no_wrap=True)
+        table.add_column("score", justify="right", no_wrap=True)
+        table.add_column("task", overflow="fold")
+        for item in self.items:
+            cell = Text()
+            cell.append(f"{item.path}:{item.line}", style="bold")
+            if item.blame and item.blame.get("age_days") is not None:
+                cell.append(f"  ({item.blame['age_days']} days old)", style="dim")
+            cell.append("\n" + (item.text if verbose else _shorten(item.text, 160)))
+            reasons = item.reasons if verbose else [r for r in item.reasons if r.points]
+            why = "; ".join(f"{r.points:+d} {r.why}" for r in reasons)
+            if why:
+                cell.append("\n" + why, style="dim")
+            table.add_row(item.id, str(item.score), cell)
+        if self.items:
+            console.print(table)
+        else:
+            console.print("No tagged comment matches these filters.")
+        cached = " (result cached for this commit)" if s["cache"] == "tree" else ""
+        console.print(
+            f"{s['harvested']} tagged comments ({s['python_only']} in Python) found with "
+            f"{self.scan.searcher}{cached}; skipped {s['skipped_vendored']} in vendored code "
+            f"({s['skipped_vendored_files']} files) and {s['skipped_generated']} in generated "
+            f"files; {s['non_comment_hits']} hits were not comments. Showing {len(self.items)} "
+            f"of {s['matched']}; `onboard harvest show ID` for one."
+        )
+        if self.issues is not None:
+            if self.issues:
+                issues = Table(title="Newcomer-labelled issues", pad_edge=False)
+                issues.add_column("#", justify="right", style="cyan")
+                issues.add_column("title", overflow="fold")
+                issues.add_column("labels", overflow="fold")
+                for issue in self.issues:
+                    issues.add_row(str(issue["number"]), issue["title"], ", ".join(issue["labels"]))
+                console.print(issues)
+            elif not any(n.startswith("GitHub") for n in self.notes):
+                console.print("No open newcomer-labelled issues.")
+        for note in self.notes:
+            console.print(f"[dim]{note}[/]", markup=True)
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _md(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "'")
+
+
+def _filter(
+    items: list[Item],
+    *,
+    paths: Sequence[str],
+    modules: Sequence[str],
+    tags: Sequence[str],
+    python_only: bool,
+) -> list[Item]:
+    wanted_tags = {t.upper() for t in tags}
+    bad = wanted_tags - set(TAGS)
+    if bad:
+        raise BadInput(
+            f"--tag {', '.join(sorted(bad))}: not a tag onboard harvests.",
+            next_step=f"Use one of {', '.join(TAGS)}.",
+        )
+    norm_paths = [p.strip("/").removeprefix("./") for p in paths]
+
+    def path_ok(path: str) -> bool:
+        for want in norm_paths:
+            if any(ch in want for ch in "*?["):
+                if fnmatch.fnmatch(path, want) or fnmatch.fnmatch(path, want.rstrip("/") + "/*"):
+                    return True
+            elif path == want or path.startswith(want + "/"):
+                return True
+        return False
+
+    out = []
+    for item in items:
+        if python_only and not item.python_only:
+            continue
+        if wanted_tags and item.tag not in wanted_tags:
+            continue
+        if norm_paths and not path_ok(item.path):
+            continue
+        if modules and not any(rank.matches_module(item.module, m) for m in modules):
+            continue
+        out.append(item)
+    return out
+
+
+def harvest(
+    *,
+    workspace: str | None = None,
+    repo: str | None = None,
+    paths: Sequence[str] = (),
+    modules: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    python_only: bool = False,
+    limit: int = DEFAULT_LIMIT,
+    issues: bool = False,
+    enrich_results: bool = True,
+    api_url: str = DEFAULT_API_URL,
+    github_repo: str = DEFAULT_GITHUB_REPO,
+    searcher: str = "auto",
+    cache: Path | None | bool = True,
+    output: str = "table",
+    reporter: Reporter | None = None,
+) -> HarvestResult:
+    """Harvest the tree; ``limit=0`` shows every match.
+
+    ``cache``: True for the user cache (XDG_CACHE_HOME/onboard/harvest), a
+    path for another folder, False/None for none.
+    """
+    reporter = reporter or Reporter()
+    if limit < 0:
+        raise BadInput(f"--limit {limit}: must be 0 (all) or more.")
+    target = resolve_target(workspace, repo)
+    cache_dir = _cache_dir(cache)
+    s = _scan(target, searcher=searcher, cache=cache_dir, reporter=reporter)
+    matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
+    notes: list[str] = []
+    token = _token(api_url) if (enrich_results or issues) else None
+    github_problem: str | None = None
+    github_skipped: list[str] = []
+    if enrich_results:
+        lookup = enrich.linked_issues(
+            [i for i in matched if i.form.issues or i.form.pulls],
+            token=token,
+            api_url=api_url,
+            repo=github_repo,
+            cache=cache_dir,
+        )
+        if lookup.fetched:
+            for item in matched:
+                numbers = (*item.form.issues, *item.form.pulls)
+                item.linked = [lookup.fetched[n] for n in numbers if n in lookup.fetched]
+                if item.linked:
+                    rank.score(item, None)
+            matched.sort(key=rank.sort_key)
+        if lookup.problem:
+            github_problem = lookup.problem
+            github_skipped.append(
+                f"{lookup.unchecked} linked issue(s) ranked without state and labels"
+            )
+    shown = matched if limit == 0 else matched[:limit]
+    if enrich_results and shown:
+        hist = enrich.history(target.root, is_reference=target.kind == "reference")
+        if hist.note:
+            notes.append(hist.note)
+        enrich.blame(target.root, shown, hist, cache_dir)
+    found_issues: list[dict[str, Any]] | None = None
+    if issues:
+        if github_problem and not token:
+            found_issues = []
+        else:
+            found_issues, problem = enrich.newcomer_issues(
+                token=token, api_url=api_url, repo=github_repo, limit=limit or 50
+            )
+            github_problem = github_problem or problem
+        if github_problem and not found_issues:
+            github_skipped.append("--issues listed nothing")
+    if github_problem:
+        # ONE line, whatever was skipped.
+        notes.append(f"GitHub not used: {github_problem}; {'; '.join(github_skipped)}.")
+    filters = {
+        "path": list(paths),
+        "module": list(modules),
+        "tag": sorted({t.upper() for t in tags}),
+        "python_only": python_only,
+        "limit": limit,
+    }
+    return HarvestResult(s, shown, len(matched), filters, notes, found_issues, output)
+
+
+def _cache_dir(cache: Path | None | bool) -> Path | None:
+    if cache is True:
+        return scan.cache_dir()
+    if cache is False or cache is None:
+        return None
+    return Path(cache)
+
+
+def _token(api_url: str) -> str | None:
+    from onboard.github import find_token
+
+    found = find_token(api_url)
+    return found.value if found is not None else None
+
+
+# --------------------------------------------------------------------------
+# harvest show
+
+
+@dataclass
+class ShowResult:
+    item: Item
+    context_start: int
+    context: list[str]
+    blame: list[dict[str, Any]]  # per line of the comment
+    links: dict[str, Any]
+    notes: list[str]
+    root: Path
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "item": self.item.to_json(),
+            "root": str(self.root),
+            "context": {"start_line": self.context_start, "lines": self.context},
+            "blame": self.blame,
+            "links": self.links,
+            "notes": self.notes,
+        }
+
+    def render(self, console: Console, verbose: bool) -> None:
+        from rich.syntax import Syntax
+
+        item = self.item
+        console.print(f"[bold]{item.id}[/]  {item.path}:{item.line}  score {item.score}")
+        for r in item.reasons:
+            console.print(f"  {r.points:+d} {r.why}", markup=False)
+        lexer_name = "python" if item.python_only else "cpp"
+        code = "\n".join(self.context)
+        console.print(
+            Syntax(
+                code,
+                lexer_name,
+                line_numbers=True,
+                start_line=self.context_start,
+                highlight_lines=set(range(item.line, item.end_line + 1)),
+                word_wrap=True,
+                theme="ansi_dark",
+            )
+        )
+        for b in self.blame:
+            if b.get("age_days") is not None:
+                console.print(
+                    f"blame: line {b['line']}: {b['commit'][:12]} {b['author']}, "
+                    f"{b['age_days']} days ago: {b['summary']}",
+                    markup=False,
+                )
+        if self.links.get("source"):
+            console.print(f"source: {self.links['source']}", markup=False)
+        for issue in self.links.get("issues", []):
+            state = (
+                f" ({issue['state']}; {', '.join(issue['labels'])})" if issue.get("state") else ""
+            )
+            console.print(f"issue: {issue['url']}{state}", markup=False)
+        for note in self.notes:
+            console.print(f"[dim]{note}[/]")
+
+
+def show(
+    item_id: str,
+    *,
+    workspace: str | None = None,
+    repo: str | None = None,
+    enrich_results: bool = True,
+    api_url: str = DEFAULT_API_URL,
+    github_repo: str = DEFAULT_GITHUB_REPO,
+    searcher: str = "auto",
+    cache: Path | None | bool = True,
+    reporter: Reporter | None = None,
+) -> ShowResult:
+    """One item: the comment with its code around it, blame and links."""
+    reporter = reporter or Reporter()
+    want = item_id.strip().lower()
+    if len(want) < 4 or any(c not in "0123456789abcdef" for c in want):
+        raise BadInput(
+            f"{item_id!r} is not a harvest id (ids are hex, like the first column of "
+            "`onboard harvest`; 4 characters at least).",
+        )
+    target = resolve_target(workspace, repo)
+    cache_dir = _cache_dir(cache)
+    s = _scan(target, searcher=searcher, cache=cache_dir, reporter=reporter)
+    found = [i for i in s.items if i.id.startswith(want)]
+    if not found:
+        raise OnboardError(
+            f"No harvested comment has the id {item_id} in {target.root}. An id comes from the "
+            "comment's path and text, so an edited or removed comment has a new id or none.",
+            next_step="Run `onboard harvest` (add --json or --limit 0 for all) to list the "
+            "current ids.",
+        )
+    if len(found) > 1:
+        raise BadInput(
+            f"The id prefix {item_id} matches {len(found)} comments "
+            f"({', '.join(i.id for i in found[:5])}).",
+            next_step="Give more characters of the id.",
+        )
+    item = found[0]
+    source = (target.root / item.path).read_text(encoding="utf-8", errors="replace").splitlines()
+    start = max(1, item.line - CONTEXT_LINES)
+    end = min(len(source), item.end_line + CONTEXT_LINES)
+    notes: list[str] = []
+    blame_rows: list[dict[str, Any]] = []
+    links: dict[str, Any] = {"source": item.url, "issues": []}
+    if enrich_results:
+        hist = enrich.history(target.root, is_reference=target.kind == "reference")
+        if hist.note:
+            limitation = (
+                target.ws.limitation("How old this comment is (git blame)") if target.ws else None
+            )
+            notes.append(limitation or hist.note)
+        elif hist.commit is not None:
+            from onboard import git
+
+            try:
+                porcelain = git.blame_porcelain(
+                    target.root, item.path, [(item.line, item.end_line)]
+                )
+                now = time.time()
+                for line, info in sorted(enrich.parse_porcelain(porcelain).items()):
+                    blame_rows.append({"line": line, **enrich._with_age(info, now)})
+                if blame_rows:
+                    item.blame = blame_rows[0]
+            except OnboardError as exc:
+                notes.append(f"blame: {exc.message}")
+        token = _token(api_url)
+        lookup = enrich.linked_issues(
+            [item], token=token, api_url=api_url, repo=github_repo, cache=cache_dir
+        )
+        numbers = (*item.form.issues, *item.form.pulls)
+        item.linked = [lookup.fetched[n] for n in numbers if n in lookup.fetched]
+        if item.linked:
+            rank.score(item, None)
+        if lookup.problem:
+            notes.append(f"GitHub not used: {lookup.problem}; the linked issue's state is unknown.")
+    for number in item.form.issues:
+        known = [x for x in item.linked if x.get("number") == number]
+        links["issues"].append(
+            known[0]
+            if known
+            else {"number": number, "url": f"https://github.com/{github_repo}/issues/{number}"}
+        )
+    for number in item.form.pulls:
+        links.setdefault("pulls", []).append(f"https://github.com/{github_repo}/pull/{number}")
+    if item.form.other_links:
+        links["other"] = list(item.form.other_links)
+    return ShowResult(item, start, source[start - 1 : end], blame_rows, links, notes, target.root)

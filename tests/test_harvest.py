@@ -1,0 +1,776 @@
+"""`onboard harvest`: real comments only, their forms, the ranking, ids, output,
+`show`, enrichment against a loopback GitHub API, and the counts on trees
+built from the installed wheel checked against an independent count."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.git_server import closed_port_url
+from fixtures.github_api import GitHubAPI
+from fixtures.pytorch_repo import find_package_dir, find_torch_dir
+
+from onboard import workspace as ws_mod
+from onboard.errors import BadInput, OnboardError
+from onboard.workflows import harvest as hv
+from onboard.workflows.harvest import enrich, forms, lexer, rank, scan
+
+TOKEN = "ghp_" + "harvestTestToken0123456789abcdef"
+COMMIT = "cf30153c4c131c8164ee7798e5022d810682e2cb"
+
+
+def _texts(path: str, source: str) -> list[str]:
+    comments, _ = lexer.tagged_comments(path, source)
+    return [c.text for c in comments]
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def _make_repo(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "Import the tree")
+    return root
+
+
+def _onboard(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "onboard", *args], cwd=cwd, env=full, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------
+# Python: tokenize decides
+
+
+def test_python_strings_and_docstrings_are_not_comments() -> None:
+    source = '''\
+"""Module docstring.
+
+# TODO: this is in a docstring, not a comment
+"""
+MSG = "TODO: a string"
+PAT = r'# FIXME raw string'
+F = f"{1} # XXX in an f-string"
+B = b"HACK bytes"
+X = """
+# TODO: in a triple-quoted string
+"""  # TODO: the real one, after the string
+def f():
+    # FIXME: indented real comment
+    return "# TODO no"  # HACK: trailing real comment
+'''
+    assert _texts("torch/x.py", source) == [
+        "TODO: the real one, after the string",
+        "FIXME: indented real comment",
+        "HACK: trailing real comment",
+    ]
+
+
+def test_python_continuation_lines_are_joined() -> None:
+    source = """\
+# TODO: remove this helper once
+# the old API is deprecated
+#
+# not part of it
+x = 1  # FIXME: the trailing comment
+       # continues on an aligned line
+y = 2
+    # not aligned with it: a new comment
+# TODO(alice): first
+# TODO: second, its own item
+
+# TODOs are not a tag (plural), nor is TODOLIST
+"""
+    comments, fallback = lexer.tagged_comments("torch/x.py", source)
+    assert not fallback
+    assert [(c.line, c.end_line, c.text) for c in comments] == [
+        (1, 2, "TODO: remove this helper once the old API is deprecated"),
+        (5, 6, "FIXME: the trailing comment continues on an aligned line"),
+        (9, 9, "TODO(alice): first"),
+        (10, 10, "TODO: second, its own item"),
+    ]
+
+
+def test_python_file_tokenize_rejects_uses_the_fallback() -> None:
+    # An unterminated triple-quoted string: tokenize raises; the regex lexer
+    # still finds the comment before it.
+    source = 'x = 1  # TODO: before\ny = """never closed\n# TODO: inside the string\n'
+    comments, fallback = lexer.tagged_comments("torch/broken.py", source)
+    assert fallback
+    assert [c.text for c in comments] == ["TODO: before"]
+
+
+# --------------------------------------------------------------------------
+# C, C++, CUDA: the comment lexer
+
+
+def test_c_lexer_knows_strings_chars_and_raw_strings() -> None:
+    source = r"""
+const char* s = "// TODO: not a comment";
+const char* e = "escaped \" // FIXME: still a string";
+char q = '"'; // TODO: real, after a char literal holding a quote
+char a = '\''; // XXX: real, after an escaped quote char
+auto schema = R"SCHEMA(
+  /* TODO: inside a raw string */ // HACK: also inside
+)SCHEMA";
+auto u = u8R"(// TODO: raw with prefix)";
+int n = 1'000'000; // FIXME: after digit separators
+int m = 0x1'0; // TODO: odd separator count
+#define X "/* TODO: in a macro string */"
+"""
+    assert _texts("aten/src/ATen/x.cpp", source) == [
+        "TODO: real, after a char literal holding a quote",
+        "XXX: real, after an escaped quote char",
+        "FIXME: after digit separators",
+        "TODO: odd separator count",
+    ]
+
+
+def test_c_block_comments_and_continuations() -> None:
+    source = """\
+/* HACK: a block comment
+ * that goes on here
+ *
+ * and a second paragraph, not joined */
+int x; /* TODO: inline block */ int y;
+// TODO: a line comment
+// continued at the same column
+//
+// separate
+/**
+ * Docs.
+ * FIXME: tagged line inside a doc block
+ *        continues
+ */
+// TODO: spliced \\
+   by a backslash
+"""
+    comments = lexer.tagged_comments("c10/util/x.h", source)[0]
+    assert [(c.line, c.end_line, c.text) for c in comments] == [
+        (1, 2, "HACK: a block comment that goes on here"),
+        (5, 5, "TODO: inline block"),
+        (6, 7, "TODO: a line comment continued at the same column"),
+        (12, 13, "FIXME: tagged line inside a doc block continues"),
+        (15, 15, "TODO: spliced by a backslash"),
+    ]
+
+
+def test_cuda_and_unterminated_comment() -> None:
+    source = "__global__ void k() { /* TODO: never closed\n  still comment"
+    assert _texts("aten/src/ATen/native/cuda/K.cu", source) == ["TODO: never closed still comment"]
+    assert lexer.language("a/K.cu") == "cuda" and lexer.language("a/b.py") == "python"
+
+
+# --------------------------------------------------------------------------
+# Forms
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "owners", "issues"),
+    [
+        ("TODO: remove this", forms.BARE, (), ()),
+        ("TODO(alice): rename", forms.OWNER, ("alice",), ()),
+        ("TODO (bob, carol) simplify", forms.OWNER, ("bob", "carol"), ()),
+        ("TODO(#12345): fix", forms.ISSUE, (), (12345,)),
+        ("FIXME: see https://github.com/pytorch/pytorch/issues/98765", forms.ISSUE, (), (98765,)),
+        ("TODO(future PR): move this", forms.FUTURE_PR, (), ()),
+        ("TODO(follow-up PRs): move this", forms.FUTURE_PR, (), ()),
+        ("TODO: T123456789 internal", forms.INTERNAL, (), ()),
+        ("TODO(alice): tracked in #1234", forms.ISSUE, ("alice",), (1234,)),
+        ("XXX: step #2 of 3", forms.BARE, (), ()),
+    ],
+)
+def test_forms(text: str, kind: str, owners: tuple[str, ...], issues: tuple[int, ...]) -> None:
+    form = forms.parse(text)
+    assert (form.kind, form.owners, form.issues) == (kind, owners, issues)
+
+
+def test_form_details() -> None:
+    form = forms.parse(
+        "HACK(T98765): see https://github.com/pytorch/pytorch/pull/4567 and "
+        "https://github.com/numpy/numpy/issues/1"
+    )
+    assert form.tag == "HACK" and form.internal_ids == ("T98765",)
+    assert form.pulls == (4567,) and form.issues == ()
+    assert form.other_links == ("https://github.com/numpy/numpy/issues/1",)
+    assert forms.parse("TODO(alice): remove the shim").body == "remove the shim"
+
+
+# --------------------------------------------------------------------------
+# A small tree shaped like PyTorch, with every case the scan must handle
+
+SMALL_TREE = {
+    "torch/nn/modules/conv.py": (
+        "import torch\n\n\n"
+        "def conv():\n"
+        "    # TODO: remove this shim once the old padding mode is deprecated\n"
+        "    msg = 'TODO: not a comment'\n"
+        "    return msg\n"
+        "# TODO(alice): rename the helper\n"
+    ),
+    "torch/nn/modules/test_conv.py": "def test_conv():\n    pass\n",
+    "torch/autograd/graph.py": (
+        "# FIXME: the hook order is subtle and needs a redesign of the engine?\n"
+        "x = 1  # TODO(#4321): the hook order needs a test\n"
+    ),
+    "torch/_dynamo/utils.py": "# HACK: work around a CPython bug\n",
+    "aten/src/ATen/native/Conv.cpp": (
+        '// TODO: simplify this check\nconst char* s = "TODO: string";\n'
+        "// FIXME: wrong for empty tensors\n"
+    ),
+    "c10/util/Small.h": "#pragma once\n// XXX: remove after C++20\n",
+    "third_party/include/pybind11/pybind11.h": "// TODO: vendored\n// FIXME: vendored too\n",
+    "third_party/fmt/core.h": "// TODO: vendored submodule\n",
+    "build/aten/src/ATen/ops/add.h": "// TODO: generated, skipped\n",
+    "torch/csrc/autograd/generated/Functions.h": "// TODO: generated folder\n",
+    "torch/_C/__init__.pyi": "# @generated by tools/pyi/gen_pyi.py\n# TODO: generated stub\n",
+    "torch/utils/data.py": "# TODO(future PR): move this to torch.data\n# TODO: T1234567 inside\n",
+    "docs/notes.md": "TODO: not a source file\n",
+}
+
+
+@pytest.fixture
+def small_repo(tmp_path: Path) -> Path:
+    return _make_repo(tmp_path / "pytorch", SMALL_TREE)
+
+
+def _harvest(repo: Path, **kw: Any) -> hv.HarvestResult:
+    kw.setdefault("limit", 0)
+    kw.setdefault("enrich_results", False)
+    return hv.harvest(repo=str(repo), **kw)
+
+
+def test_scan_counts_skips_and_non_comment_hits(small_repo: Path) -> None:
+    result = _harvest(small_repo)
+    summary = result.summary()
+    assert summary["harvested"] == 10
+    assert summary["skipped_vendored"] == 3 and summary["skipped_vendored_files"] == 2
+    assert summary["skipped_generated"] == 3 and summary["skipped_generated_files"] == 3
+    assert summary["non_comment_hits"] == 2  # the two strings
+    assert summary["by_tag"] == {"TODO": 6, "FIXME": 2, "XXX": 1, "HACK": 1}
+    assert result.scan.searcher.startswith("ripgrep") or result.scan.searcher == "git grep"
+    paths = {i.path for i in result.items}
+    assert not any(p.startswith(("third_party/", "build/")) for p in paths)
+    assert "torch/_C/__init__.pyi" not in paths and "docs/notes.md" not in paths
+
+
+def test_git_grep_fallback_finds_the_same(small_repo: Path) -> None:
+    by_rg = _harvest(small_repo, searcher="auto")
+    by_git = _harvest(small_repo, searcher="git")
+    assert by_git.scan.searcher == "git grep"
+    assert [i.id for i in by_git.items] == [i.id for i in by_rg.items]
+    assert by_git.summary()["skipped_vendored"] == by_rg.summary()["skipped_vendored"]
+
+
+def test_ranking_reasons(small_repo: Path) -> None:
+    items = {i.text: i for i in _harvest(small_repo).items}
+    top = items["TODO: remove this shim once the old padding mode is deprecated"]
+    whys = [r.why for r in top.reasons]
+    assert any(w.startswith("Python-only") for w in whys)
+    assert 'small, local wording ("remove")' in whys
+    assert "a test file nearby: torch/nn/modules/test_conv.py" in whys
+    assert "no named owner" in whys
+    assert top.score == sum(r.points for r in top.reasons) == 7
+    owned = items["TODO(alice): rename the helper"]
+    assert any("ask alice first" in r.why and r.points < 0 for r in owned.reasons)
+    assert owned.score < top.score
+    core_fixme = items["FIXME: wrong for empty tensors"]
+    assert any(r.why == "FIXME in core code: likely subtle" for r in core_fixme.reasons)
+    assert any(r.why.startswith("c++: a change needs a rebuild") for r in core_fixme.reasons)
+    internal = items["TODO: T1234567 inside"]
+    assert any("internal task id T1234567" in r.why for r in internal.reasons)
+    question = items["FIXME: the hook order is subtle and needs a redesign of the engine?"]
+    assert any(r.why.startswith("open-ended") for r in question.reasons)
+    ranked = _harvest(small_repo).items
+    assert ranked[0].text == top.text
+    assert [i.score for i in ranked] == sorted((i.score for i in ranked), reverse=True)
+
+
+def test_ids_are_stable_across_line_moves_and_change_with_text(small_repo: Path) -> None:
+    before = {i.text: i.id for i in _harvest(small_repo).items}
+    conv = small_repo / "torch/nn/modules/conv.py"
+    conv.write_text(
+        "# a new first line\n\n" + conv.read_text() + "# TODO(alice): rename the helper\n"
+    )
+    after = _harvest(small_repo).items
+    moved = next(i for i in after if i.text.startswith("TODO: remove this shim"))
+    assert moved.id == before[moved.text] and moved.line == 7
+    twins = [i for i in after if i.text == "TODO(alice): rename the helper"]
+    assert len(twins) == 2 and twins[0].id != twins[1].id
+    assert before["TODO(alice): rename the helper"] in {t.id for t in twins}
+    assert rank.stable_id("a.py", "TODO:  x\n y") == rank.stable_id("a.py", "TODO: x y")
+    assert rank.stable_id("a.py", "TODO: x") != rank.stable_id("b.py", "TODO: x")
+
+
+def test_filters(small_repo: Path) -> None:
+    def ids(**kw: Any) -> set[str]:
+        return {i.path for i in _harvest(small_repo, **kw).items}
+
+    assert ids(python_only=True) == {
+        "torch/nn/modules/conv.py", "torch/autograd/graph.py", "torch/_dynamo/utils.py",
+        "torch/utils/data.py",
+    }  # fmt: skip
+    assert ids(paths=["torch/nn"]) == {"torch/nn/modules/conv.py"}
+    assert ids(paths=["aten/*", "c10/util/Small.h"]) == {
+        "aten/src/ATen/native/Conv.cpp",
+        "c10/util/Small.h",
+    }
+    assert ids(modules=["autograd"]) == {"torch/autograd/graph.py"}
+    assert ids(modules=["dynamo"]) == {"torch/_dynamo/utils.py"}
+    assert ids(modules=["nn.modules"]) == {"torch/nn/modules/conv.py"}
+    assert {i.tag for i in _harvest(small_repo, tags=["fixme"]).items} == {"FIXME"}
+    limited = _harvest(small_repo, limit=3)
+    assert len(limited.items) == 3 and limited.matched == 10
+    with pytest.raises(BadInput):
+        _harvest(small_repo, tags=["NOTE"])
+
+
+def test_cache_is_used_and_invalidated(small_repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = _harvest(small_repo, cache=cache)
+    assert first.summary()["files_lexed"] > 0 and first.summary()["files_cached"] == 0
+    second = _harvest(small_repo, cache=cache)
+    assert second.summary()["files_lexed"] == 0
+    assert [i.id for i in second.items] == [i.id for i in first.items]
+    path = small_repo / "torch/_dynamo/utils.py"
+    path.write_text("# HACK: work around a CPython bug, v2\n")
+    third = _harvest(small_repo, cache=cache)
+    assert third.summary()["files_lexed"] == 1 and third.summary()["cache"] == "files"
+    assert any(i.text == "HACK: work around a CPython bug, v2" for i in third.items)
+
+
+def test_parallel_lexing_gives_the_same_comments(small_repo: Path) -> None:
+    hits = scan.find_candidates(small_repo).hits
+    serial, _ = scan.lex_files(small_repo, hits, cache=None, workers=1)
+    parallel, stats = scan.lex_files(small_repo, hits, cache=None, workers=2)
+    assert stats.files_lexed == len(hits) and parallel == serial
+
+
+def test_tree_cache_follows_head_and_changed_files(small_repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert _harvest(small_repo, cache=cache).summary()["cache"] == "none"
+    again = _harvest(small_repo, cache=cache)
+    assert again.summary()["cache"] == "tree"  # same HEAD, same changes: nothing re-read
+    assert again.summary()["harvested"] == 10 and again.items[0].reasons
+    new = small_repo / "torch/nn/extra.py"
+    new.write_text("# TODO: remove the extra module\n")  # untracked
+    untracked = _harvest(small_repo, cache=cache)
+    assert untracked.summary()["cache"] != "tree" and untracked.summary()["harvested"] == 11
+    assert _harvest(small_repo, cache=cache).summary()["cache"] == "tree"
+    _git(small_repo, "add", "-A")
+    _git(small_repo, "commit", "-qm", "Add extra")
+    committed = _harvest(small_repo, cache=cache)
+    assert committed.summary()["cache"] != "tree" and committed.summary()["harvested"] == 11
+    assert _harvest(small_repo, searcher="git", cache=cache).scan.searcher == "git grep"
+
+
+# --------------------------------------------------------------------------
+# CLI: json, markdown, show
+
+
+def _workspace(tmp_path: Path, repo: Path, *, reference: bool) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    ws_mod.save(
+        ws_mod.Workspace(
+            root=root,
+            torch_version="2.13.0+cpu",
+            commit=COMMIT,
+            commit_kind="release",
+            build_prefix="/__w/pytorch/pytorch",
+            python=sys.executable,
+            checkout=os.path.relpath(repo, root),
+            checkout_kind=ws_mod.REFERENCE if reference else ws_mod.CLONE,
+        )
+    )
+    return root
+
+
+def test_cli_json_markdown_and_show(small_repo: Path, tmp_path: Path) -> None:
+    ws_root = _workspace(tmp_path, small_repo, reference=True)
+    result = _onboard("harvest", "--json", "--python-only", "--limit", "2", cwd=ws_root)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["tree"] == "reference" and data["commit"] == COMMIT
+    assert len(data["items"]) == 2 and data["summary"]["matched"] == 7
+    first = data["items"][0]
+    assert first["python_only"] and first["reasons"] and first["score"] == 7
+    assert first["url"] == (
+        f"https://github.com/pytorch/pytorch/blob/{COMMIT}/torch/nn/modules/conv.py#L5"
+    )
+    assert any("single commit" in n for n in data["notes"])  # blame cannot help here
+    assert sum("GITHUB_TOKEN" in n for n in data["notes"]) == 1  # one line about GitHub
+
+    md = _onboard("harvest", "--markdown", "--limit", "3", cwd=ws_root)
+    assert md.returncode == 0, md.stderr
+    assert md.stdout.startswith("# First tasks from TODO/FIXME comments")
+    assert f"`{first['id']}`" in md.stdout and "- +3 Python-only" in md.stdout
+
+    table = _onboard("harvest", "--limit", "3", cwd=ws_root, env={"COLUMNS": "160"})
+    assert (
+        table.returncode == 0
+        and first["id"] in table.stdout
+        and "skipped 3 in vendored" in table.stdout
+    )
+
+    shown = _onboard("harvest", "show", first["id"][:6], "--json", cwd=ws_root)
+    assert shown.returncode == 0, shown.stderr
+    detail = json.loads(shown.stdout)
+    assert detail["item"]["id"] == first["id"]
+    lines = detail["context"]["lines"]
+    start = detail["context"]["start_line"]
+    assert lines[first["line"] - start].strip().startswith("# TODO: remove this shim")
+    assert detail["links"]["source"] == first["url"]
+    assert any("needs a full checkout" in n for n in detail["notes"])
+
+    text = _onboard("harvest", "show", first["id"], cwd=ws_root)
+    assert (
+        text.returncode == 0
+        and "TODO: remove this shim" in text.stdout
+        and first["url"] in text.stdout
+    )
+
+    missing = _onboard("harvest", "show", "abcdef0123", cwd=ws_root)
+    assert missing.returncode == 1 and "onboard harvest" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad = _onboard("harvest", "show", "zz", cwd=ws_root)
+    assert bad.returncode == 2
+
+
+def test_cli_without_a_tree_is_one_paragraph(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    result = _onboard("harvest", cwd=empty, env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert result.returncode == 1
+    assert "onboard setup DIR --from-wheel" in result.stderr and "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------
+# Blame: batched, only for what is shown
+
+
+def test_blame_ages_batched_per_file(small_repo: Path, tmp_path: Path) -> None:
+    conv = small_repo / "torch/nn/modules/conv.py"
+    conv.write_text(conv.read_text() + "# TODO: drop the later helper\n")
+    env = {
+        "GIT_AUTHOR_DATE": "2025-06-01T00:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2025-06-01T00:00:00+00:00",
+    }
+    subprocess.run(["git", "-C", str(small_repo), "commit", "-qam", "Later"], check=True,
+                   env={**os.environ, **env})  # fmt: skip
+    later = _git(small_repo, "rev-parse", "HEAD")
+    result = _harvest(small_repo, python_only=True, paths=["torch/nn"])
+    hist = enrich.history(small_repo, is_reference=False)
+    assert hist.note is None and hist.commits == 2
+    calls = enrich.blame(
+        small_repo, result.items, hist, tmp_path / "c", now=1_767_225_600
+    )  # 2026-01-01
+    assert calls == 1  # three lines of one file: one `git blame -L .. -L ..`
+    by_text = {i.text: i.blame for i in result.items}
+    assert by_text["TODO: drop the later helper"]["commit"] == later
+    assert by_text["TODO: drop the later helper"]["age_days"] == 214
+    assert by_text["TODO(alice): rename the helper"]["commit"] != later
+    # cached per commit: no second git call
+    for item in result.items:
+        item.blame = None
+    assert enrich.blame(small_repo, result.items, hist, tmp_path / "c", now=1_767_225_600) == 0
+    assert all(i.blame for i in result.items)
+
+
+def test_blame_on_the_seeded_fixture_repo(pytorch_repo: Any) -> None:
+    result = hv.harvest(repo=str(pytorch_repo.path), limit=5, python_only=True)
+    assert result.items and all(
+        i.blame and i.blame["commit"] == pytorch_repo.commits[0] for i in result.items
+    )
+    assert not any("single commit" in n for n in result.notes)
+
+
+# --------------------------------------------------------------------------
+# GitHub enrichment against the loopback server
+
+
+@pytest.fixture
+def api() -> Any:
+    with GitHubAPI(token=TOKEN) as server:
+        yield server
+
+
+ISSUE_TREE = {
+    "torch/a.py": "# TODO(#1111): rename the helper\n",
+    "torch/b.py": "# TODO: see https://github.com/pytorch/pytorch/issues/2222 remove it\n",
+    "torch/c.py": "# TODO(#3333): rename another helper\n",
+    "torch/d.py": "# TODO: remove the old alias\n",
+}
+
+
+def test_linked_issues_rank_with_state_and_labels(
+    tmp_path: Path, api: GitHubAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _make_repo(tmp_path / "pt", ISSUE_TREE)
+    api.add_issue(1111, "Rename helper", labels=["good first issue", "module: nn"])
+    api.add_issue(2222, "Old", state="closed")
+    api.add_issue(3333, "Plain open issue")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    result = hv.harvest(repo=str(repo), api_url=api.url, limit=0, cache=tmp_path / "cache")
+    by_path = {i.path: i for i in result.items}
+    good = by_path["torch/a.py"]
+    assert any(
+        r.why == '#1111 is open and labelled "good first issue"' and r.points == 3
+        for r in good.reasons
+    )
+    assert good.linked[0]["labels"] == ["good first issue", "module: nn"]
+    stale = by_path["torch/b.py"]
+    assert any("#2222 is closed: the TODO may be stale" in r.why for r in stale.reasons)
+    assert result.items[0].path == "torch/a.py"  # ranked up past the unlinked one
+    assert by_path["torch/c.py"].score < good.score
+    assert not result.notes or all("GitHub" not in n for n in result.notes)
+    gets = api.calls("GET", r"/issues/\d+$")
+    assert sorted(r.path for r in gets) == [
+        f"/repos/pytorch/pytorch/issues/{n}" for n in (1111, 2222, 3333)
+    ]
+    assert all(
+        r.headers.get("Authorization") in (f"token {TOKEN}", f"Bearer {TOKEN}") for r in gets
+    )
+    # cached: a second run asks nothing
+    hv.harvest(repo=str(repo), api_url=api.url, limit=0, cache=tmp_path / "cache")
+    assert len(api.calls("GET", r"/issues/\d+$")) == 3
+
+
+def test_issues_option_lists_newcomer_issues(
+    tmp_path: Path, api: GitHubAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _make_repo(tmp_path / "pt", ISSUE_TREE)
+    api.add_issue(5001, "Docs typo", labels=["good first issue"])
+    api.add_issue(5002, "Small fix", labels=["actionable", "good first issue"])
+    api.add_issue(5003, "Closed one", labels=["good first issue"], state="closed")
+    api.add_issue(5004, "Needs design", labels=["triaged"])
+    api.add_pull(5005, "octo:branch")
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    result = hv.harvest(repo=str(repo), api_url=api.url, issues=True, cache=False)
+    assert [i["number"] for i in result.issues or []] == [5002, 5001]
+    listed = api.calls("GET", r"/issues$")
+    assert {r.query["labels"][0] for r in listed} == {"good first issue", "actionable"}
+    out = _onboard("harvest", "--repo", str(repo), "--issues", "--api-url", api.url, "--json",
+                   cwd=tmp_path, env={"GH_TOKEN": TOKEN})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert [i["number"] for i in json.loads(out.stdout)["issues"]] == [5002, 5001]
+    assert TOKEN not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        ("none", "no token (set GITHUB_TOKEN or GH_TOKEN"),
+        ("bad-token", "GitHub rejected the token (401"),
+        ("rate", "rate limit is used up"),
+        ("offline", "Could not reach"),
+    ],
+)
+def test_without_github_one_line_and_results(
+    tmp_path: Path, api: GitHubAPI, monkeypatch: pytest.MonkeyPatch, setup: str, expected: str
+) -> None:
+    repo = _make_repo(tmp_path / "pt", ISSUE_TREE)
+    api.add_issue(1111, "Rename helper", labels=["good first issue"])
+    url = api.url
+    if setup != "none":
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN + "x" if setup == "bad-token" else TOKEN)
+    if setup == "rate":
+        api.fail_rate_limited()
+    if setup == "offline":
+        url = closed_port_url().rsplit("/", 1)[0].replace("git://", "http://")
+    out = _onboard("harvest", "--repo", str(repo), "--api-url", url, "--json", "--issues",
+                   cwd=tmp_path, env=dict(os.environ))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert len(data["items"]) == 4  # the results are there, without enrichment
+    github_notes = [n for n in data["notes"] if n.startswith("GitHub")]
+    assert len(github_notes) == 1, github_notes  # ONE line, for linked issues and --issues
+    assert expected in github_notes[0] and "--issues listed nothing" in github_notes[0]
+    assert all(not i["linked_issues"] for i in data["items"])
+    assert TOKEN not in out.stdout + out.stderr
+    plain = _onboard(
+        "harvest", "--repo", str(repo), "--api-url", url, cwd=tmp_path, env=dict(os.environ)
+    )
+    assert plain.returncode == 0 and sum("GitHub" in ln for ln in plain.stdout.splitlines()) == 1
+
+
+def test_github_adapter_errors_never_show_the_token(api: GitHubAPI) -> None:
+    from onboard.github import GitHub, GitHubUnavailable
+
+    api.fail_with(422, f"Validation Failed for {TOKEN}")
+    with pytest.raises(GitHubUnavailable) as info:
+        GitHub(TOKEN, api_url=api.url).issue(1)
+    assert TOKEN not in info.value.paragraph() and "422" in info.value.paragraph()
+    api.clear_failures()
+    with pytest.raises(GitHubUnavailable, match="No GitHub token"):
+        GitHub(None, api_url=api.url)
+
+
+# --------------------------------------------------------------------------
+# Trees built from the installed wheel, against an independent count
+#
+# The independent count (`_independent_count`) shares nothing with the
+# harvester but the tag list: it walks EVERY file (no grep prefilter),
+# counts Python COMMENT tokens from `tokenize` over each whole .py file, and
+# for C/C++ blanks double-quoted strings with a plain regex, then counts the
+# lines of `//` and `/* */` comments carrying a tag (no raw-string, char or
+# continuation handling: that simplicity is why it is only expected to agree
+# within a few percent). Vendored = under third_party/; generated = under
+# build/ or a `generated/` folder or "@generated" in the first lines.
+
+_TAG = re.compile(r"\b(TODO|FIXME|XXX|HACK)\b")
+_C_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+_C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def _independent_count(root: Path) -> dict[str, int]:
+    counts = {"own": 0, "vendored": 0, "generated": 0}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            path = Path(dirpath, name)
+            rel = path.relative_to(root).as_posix()
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if name.endswith((".py", ".pyi")):
+                try:
+                    toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+                except (tokenize.TokenError, SyntaxError):
+                    continue
+                n = sum(1 for t in toks if t.type == tokenize.COMMENT and _TAG.search(t.string))
+            elif name.endswith((".h", ".hpp", ".cuh", ".c", ".cc", ".cpp", ".cu", ".inl")):
+                blanked = _C_STRING.sub('""', text)
+                n = sum(
+                    1
+                    for m in _C_COMMENT.finditer(blanked)
+                    for line in m.group().split("\n")
+                    if _TAG.search(line)
+                )
+            else:
+                continue
+            if rel.startswith("third_party/"):
+                counts["vendored"] += n
+            elif rel.startswith("build/") or "/generated/" in rel or "@generated" in text[:600]:
+                counts["generated"] += n
+            else:
+                counts["own"] += n
+    return counts
+
+
+def _assert_close(mine: int, theirs: int, what: str, pct: float = 3.0, slack: int = 2) -> None:
+    assert abs(mine - theirs) <= max(slack, theirs * pct / 100), f"{what}: {mine} vs {theirs}"
+
+
+def _reference_subset(dest: Path) -> Path:
+    """A reference-layout tree from a slice of the wheel: torch/nn, torch/optim,
+    torch/autograd and torch/utils/data (Python), ATen/native and c10/util
+    headers, and pybind11 + fmt as vendored headers under third_party/include."""
+    torch_dir = find_torch_dir()
+    include = torch_dir / "include"
+    files: dict[str, Path] = {}
+    for sub in ("nn", "optim", "autograd", "utils/data"):
+        for path in (torch_dir / sub).rglob("*.py"):
+            files[f"torch/{path.relative_to(torch_dir).as_posix()}"] = path
+    for sub, dest_base in (("ATen/native", "aten/src/ATen/native"), ("c10/util", "c10/util")):
+        for path in (include / sub).rglob("*.h"):
+            files[f"{dest_base}/{path.relative_to(include / sub).as_posix()}"] = path
+    for vendored in ("pybind11", "fmt"):
+        for path in (include / vendored).rglob("*.h"):
+            files[f"third_party/include/{path.relative_to(include).as_posix()}"] = path
+    dest.mkdir(parents=True)
+    for rel, src in files.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(src.read_bytes())
+    _git(dest, "init", "-q", "-b", "reference")
+    _git(dest, "add", "-A")
+    _git(dest, "commit", "-q", "-m", "Reference tree (subset of the wheel)")
+    return dest
+
+
+def _check_against_independent(root: Path, result: hv.HarvestResult) -> None:
+    theirs = _independent_count(root)
+    s = result.summary()
+    _assert_close(s["harvested"], theirs["own"], "harvested")
+    _assert_close(s["skipped_vendored"], theirs["vendored"], "vendored skipped", pct=5)
+    assert s["skipped_vendored"] > 0
+    top = result.items[:20]
+    assert len(top) == 20
+    assert all(i.python_only and i.reasons for i in top)
+    assert all(any(r.why.startswith("Python-only") for r in i.reasons) for i in top)
+
+
+def test_wheel_subset_counts_agree_with_an_independent_count(tmp_path: Path) -> None:
+    root = _reference_subset(tmp_path / "reference")
+    ws_root = _workspace(tmp_path, root, reference=True)
+    result = hv.harvest(workspace=str(ws_root), enrich_results=False)
+    assert result.scan.target.kind == "reference"
+    assert result.summary()["harvested"] > 100
+    _check_against_independent(root, result)
+    again = _onboard("harvest", "--json", "--offline", cwd=ws_root)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["summary"]["harvested"] == result.summary()["harvested"]
+
+
+@pytest.mark.slow
+def test_whole_wheel_reference_tree(tmp_path: Path) -> None:
+    from onboard.workflows import reference_tree as rt
+
+    plan = rt.plan(find_torch_dir(), find_package_dir("torchgen"))
+    root = tmp_path / "reference"
+    rt.build(root, plan, torch_version="2.13.0+cpu", commit=COMMIT, version_txt="2.13.0")
+    ws_root = _workspace(tmp_path, root, reference=True)
+    result = hv.harvest(workspace=str(ws_root))
+    s = result.summary()
+    # PYTORCH_FACTS: ~3,300 tagged comments, ~65 in vendored headers.
+    assert 2500 < s["harvested"] < 4500 and 30 < s["skipped_vendored"] < 150
+    _check_against_independent(root, result)
+    shown = hv.show(result.items[0].id, workspace=str(ws_root))
+    assert shown.item.id == result.items[0].id and shown.context
+
+
+def test_vendored_and_generated_rules() -> None:
+    assert scan.vendored("third_party/fmt/include/fmt/core.h")
+    assert scan.vendored("torch/include/pybind11/pybind11.h")
+    assert not scan.vendored("torch/include/ATen/core/Tensor.h")
+    assert not scan.vendored("torch/onnx/utils.py") and not scan.vendored(
+        "torch/utils/benchmark/x.py"
+    )
+    assert scan.generated_path("build/aten/src/ATen/ops/add.h")
+    assert scan.generated_path("torch/csrc/autograd/generated/Functions.h")
+    assert not scan.generated_path("torch/nn/modules/conv.py")
+    assert scan.generated_header("// @generated from tools/x.py\n#pragma once\n")
+    assert not scan.generated_header("x = 1\n" * 50 + "# @generated later\n")
+
+
+def test_harvest_errors(tmp_path: Path) -> None:
+    with pytest.raises(BadInput):
+        hv.harvest(repo=str(tmp_path / "missing"))
+    with pytest.raises(BadInput):
+        hv.harvest(repo=str(tmp_path), limit=-1)
+    repo = _make_repo(tmp_path / "r", {"torch/a.py": "# TODO: x y z\n"})
+    with pytest.raises(OnboardError, match="No harvested comment has the id"):
+        hv.show("0000aaaa", repo=str(repo))
