@@ -7,6 +7,7 @@ log file whose path is printed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -28,7 +29,9 @@ EXIT_INTERRUPT = 130
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return Path(base) / "onboard"
 
 
@@ -84,10 +87,9 @@ def write_crash_log(exc: BaseException, args: list[str]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"crash-{stamp}-{os.getpid()}.log"
     git = "unknown"
-    try:
+    # The log must be written whatever else fails.
+    with contextlib.suppress(Exception):
         git = proc.run(["git", "--version"], timeout=10, check=False).stdout.strip()
-    except Exception:  # noqa: BLE001 - the log must be written whatever else fails
-        pass
     torch_version = "not probed"
     try:
         import importlib.metadata as md
@@ -101,8 +103,7 @@ def write_crash_log(exc: BaseException, args: list[str]) -> Path:
         f"onboard {__version__}\n"
         f"python {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n"
         f"{git}\ntorch {torch_version}\n"
-        f"argv: {redact(' '.join(args))}\n\n"
-        + redact("".join(traceback.format_exception(exc)))
+        f"argv: {redact(' '.join(args))}\n\n" + redact("".join(traceback.format_exception(exc)))
     )
     path.write_text(text, encoding="utf-8")
     return path

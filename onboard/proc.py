@@ -7,6 +7,7 @@ command and its output (the pre-commit ``cmd_output`` idea).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -237,10 +238,8 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
     # (git's helpers, a repro's workers).
     if proc.poll() is not None:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 

@@ -13,7 +13,9 @@ def environment(override: Path | None = None) -> Any:
     import jinja2
 
     search = []
-    user = override or (Path(os.environ["ONBOARD_TEMPLATES"]) if os.environ.get("ONBOARD_TEMPLATES") else None)
+    user = override or (
+        Path(os.environ["ONBOARD_TEMPLATES"]) if os.environ.get("ONBOARD_TEMPLATES") else None
+    )
     if user and user.is_dir():
         search.append(str(user))
     search.append(str(templates_dir()))

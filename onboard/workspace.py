@@ -110,7 +110,9 @@ def load(root: Path) -> Workspace:
     return ws
 
 
-def find(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Workspace | None:
+def find(
+    explicit: str | os.PathLike[str] | None = None, start: Path | None = None
+) -> Workspace | None:
     """The workspace named by ``explicit`` / ONBOARD_WORKSPACE, or the one above ``start``."""
     named = explicit or os.environ.get("ONBOARD_WORKSPACE")
     if named:

@@ -15,11 +15,15 @@ from onboard.errors import NoWorkspace, OnboardError, ProcError, ProcTimeout
 
 
 def test_run_captures_and_checks(tmp_path: Path) -> None:
-    result = proc.run([sys.executable, "-c", "print('hi'); import sys; print('e', file=sys.stderr)"], cwd=tmp_path)
+    result = proc.run(
+        [sys.executable, "-c", "print('hi'); import sys; print('e', file=sys.stderr)"], cwd=tmp_path
+    )
     assert result.ok and result.stdout.strip() == "hi" and result.stderr.strip() == "e"
     with pytest.raises(ProcError) as info:
-        proc.run([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(4)"],
-                 what="the probe")
+        proc.run(
+            [sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(4)"],
+            what="the probe",
+        )
     err = info.value
     assert err.returncode == 4
     assert "the probe failed (exit 4): boom" in err.paragraph()
@@ -54,7 +58,9 @@ def test_missing_executable_is_one_clear_error() -> None:
 def test_stream_reports_signal_death_shell_style(tmp_path: Path) -> None:
     lines: list[str] = []
     code = f"print('a', flush=True); import os, signal; os.kill(os.getpid(), {int(signal.SIGSEGV)})"
-    status = proc.stream([sys.executable, "-c", code], on_line=lines.append, log_path=tmp_path / "log")
+    status = proc.stream(
+        [sys.executable, "-c", code], on_line=lines.append, log_path=tmp_path / "log"
+    )
     assert status == 128 + signal.SIGSEGV
     assert lines == ["a"] and (tmp_path / "log").read_text() == "a\n"
 
@@ -77,7 +83,9 @@ def _ws(root: Path) -> workspace.Workspace:
     )
 
 
-def test_workspace_round_trip_and_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workspace_round_trip_and_discovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = _ws(tmp_path.resolve())
     workspace.save(ws)
     assert json.loads(ws.config_path.read_text())["schema"] == workspace.SCHEMA

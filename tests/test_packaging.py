@@ -17,8 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
         check=True,
         cwd=out,
     )
@@ -28,7 +38,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_ships_templates_and_tasks(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    shipped_templates = {n for n in names if n.startswith("onboard/templates/") and n.endswith(".j2")}
+    shipped_templates = {
+        n for n in names if n.startswith("onboard/templates/") and n.endswith(".j2")
+    }
     source_templates = {
         "onboard/templates/" + p.relative_to(ROOT / "templates").as_posix()
         for p in (ROOT / "templates").rglob("*.j2")
@@ -47,7 +59,17 @@ def test_wheel_ships_templates_and_tasks(wheel: Path) -> None:
 def test_installed_wheel_resolves_resources(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
         check=True,
     )
     code = (
@@ -57,7 +79,12 @@ def test_installed_wheel_resolves_resources(wheel: Path, tmp_path: Path) -> None
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     assert out[0].startswith(str(target)), out
     assert out[1].startswith(str(target)), out

@@ -10,7 +10,9 @@ import click
 
 
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout, nothing else.")
+    @click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON object on stdout, nothing else."
+    )
     @click.option("-v", "--verbose", is_flag=True, help="Show more detail.")
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
