@@ -1,0 +1,227 @@
+"""`onboard new-op NAME`: scaffold a structured ATen op; `onboard verify` checks it.
+
+``scaffold`` writes the op (workflows/newop/plan.py says what goes where) on a
+new branch ``onboard/new-op-NAME`` of the workspace checkout; ``verify`` (in
+``verify.py``) proves what a CPU machine can.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard.errors import BadInput, OnboardError
+from onboard.report import Reporter
+from onboard.workflows.newop import family as families
+from onboard.workflows.newop import names
+from onboard.workflows.newop.plan import Plan, build
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onboard.workspace import Workspace
+
+__all__ = ["NewOpResult", "scaffold", "branch_name"]
+
+
+def branch_name(name: str) -> str:
+    return f"onboard/new-op-{name}"
+
+
+@dataclass
+class NewOpResult:
+    """The scaffold: what was (or, with --dry-run, would be) written where.
+
+    JSON keys: ``ok``, ``name``, ``kind``, ``like``, ``dry_run``, ``branch``,
+    ``commit`` (null on a dry run), ``checkout``, ``changes`` (path, role,
+    action create|insert, line, where), ``unplaced`` (path, role, reason: files
+    this checkout lacks), ``family`` (header, stub_type, int_path, float
+    dtypes, ...), ``notes``, ``diff`` (the unified diff, dry run only),
+    ``next_steps``, ``seconds``.
+    """
+
+    name: str
+    plan: Plan
+    checkout: Path
+    dry_run: bool
+    branch: str
+    commit: str | None = None
+    diff: str = ""
+    reference_tree: bool = False
+    seconds: float = 0.0
+    next_steps: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "name": self.name,
+            "kind": self.plan.family.kind,
+            "like": self.plan.family.like,
+            "dry_run": self.dry_run,
+            "branch": self.branch,
+            "commit": self.commit,
+            "checkout": str(self.checkout),
+            "changes": [c.to_json() for c in self.plan.changes],
+            "unplaced": [u.to_json() for u in self.plan.unplaced],
+            "family": self.plan.family.to_json(),
+            "notes": list(self.plan.notes),
+            "diff": self.diff if self.dry_run else "",
+            "next_steps": list(self.next_steps),
+            "seconds": round(self.seconds, 3),
+        }
+
+    def render(self, console: Console, verbose: bool) -> None:
+        from rich.markup import escape
+
+        if self.dry_run:
+            console.print(self.diff, markup=False, highlight=False, end="")
+            console.print(f"[dim]Dry run: nothing was written ({len(self.plan.changes)} files).[/]")
+        fam = self.plan.family
+        like = f", like {fam.like}" if fam.like else ""
+        at = f" at {self.commit[:12]}" if self.commit else ""
+        verb = "would write" if self.dry_run else "wrote"
+        console.print(
+            f"[bold]aten::{self.name}[/] ({fam.kind}{like}): {verb} {len(self.plan.changes)} "
+            f"files on branch {escape(self.branch)}{at} in {escape(str(self.checkout))}"
+        )
+        for c in self.plan.changes:
+            action = "new " if c.created else ""
+            console.print(f"  {escape(c.path)}:{c.line}  {action}{c.role} [dim]({c.where})[/]")
+        if self.plan.unplaced:
+            console.print("[bold yellow]Not placed[/] (this checkout lacks them):")
+            for u in self.plan.unplaced:
+                console.print(f"  {escape(u.path)}: {u.role}: {escape(u.reason)}")
+        for note in self.plan.notes:
+            console.print(f"[dim]note:[/] {escape(note)}")
+        if verbose:
+            console.print(
+                f"family: meta builder {fam.meta_builder}, integers: {fam.int_path}, floating "
+                f"dtypes: {', '.join(fam.float_dtypes)}, stub {fam.stub_type} in {fam.header}"
+            )
+        for step in self.next_steps:
+            console.print(f"next: {escape(step)}")
+
+
+def scaffold(
+    ws: Workspace,
+    name: str,
+    *,
+    kind: str | None = None,
+    like: str | None = None,
+    dry_run: bool = False,
+    reporter: Reporter | None = None,
+) -> NewOpResult:
+    """Plan the op's files and, unless ``dry_run``, commit them on ``onboard/new-op-NAME``."""
+    from onboard.workflows.newop import apply, manifest
+
+    reporter = reporter or Reporter()
+    start = time.monotonic()
+    names.check_shape(name)
+    checkout = ws.checkout_path
+    yaml_path = checkout / names.NATIVE_YAML
+    if not yaml_path.is_file():
+        raise OnboardError(
+            f"The checkout {checkout} has no {names.NATIVE_YAML}, so there is nowhere to "
+            "register an op.",
+            next_step="Run `onboard setup DIR --from-wheel` to make a workspace whose checkout "
+            "has it.",
+        )
+    yaml_text = yaml_path.read_text("utf-8")
+    ops = names.existing_ops(yaml_text)
+    if name in ops:
+        definition = names.find_definition(checkout, name, yaml_text)
+        assert definition is not None
+        practice = names.practice_name(name, set(ops))
+        where = definition.where()
+        if ws.is_reference:
+            where += (
+                " (kernel .cpp/.cu files are not in this reference tree; `onboard where "
+                f"{name}` shows them from the installed torch)"
+            )
+        raise BadInput(
+            f"aten::{name} already exists: {where}. A new op needs a name of its own.",
+            next_step=f"To practise on the same pattern, run `onboard new-op {practice} "
+            f"--like {name}`.",
+        )
+    shadowed = names.python_definition(checkout, name)
+    if shadowed:
+        practice = names.practice_name(name, set(ops))
+        raise BadInput(
+            f"`{name}` is already defined in Python at {shadowed}, so `torch.{name}` (or "
+            f"`Tensor.{name}`) would clash with the binding torchgen generates for a new op.",
+            next_step=f"Pick another name, e.g. `onboard new-op {practice}`.",
+        )
+    if kind is not None and kind not in ("unary", "binary"):
+        raise BadInput(f"--kind must be unary or binary, not {kind!r}.")
+    if like is not None:
+        reporter.step(f"reading how `{like}` is built (native_functions.yaml, the installed torch)")
+        fam = families.like(checkout, like, kind, ws.python, yaml_text, ws.root)
+    else:
+        fam = families.default(kind or "unary")
+    plan = build(checkout, name, fam, yaml_text)
+    family_file = "UnaryOps" if fam.kind == "unary" else "BinaryOps"
+    plan.notes.append(
+        "The C++ goes in new files of its own (ATen's CMake globs native/, native/cpu/ and "
+        f"native/cuda/); in tree, most {fam.kind} ops live in {family_file}.cpp and "
+        f"cpu/{family_file}Kernel.cpp instead, and a reviewer may ask you to move them there."
+    )
+    if ws.is_reference:
+        plan.notes.append(
+            "This is the reference tree rebuilt from the wheel: it has no .cpp/.cu files, so the "
+            "scaffold cannot be built in tree here; `onboard verify` compiles it out of tree."
+        )
+    branch = branch_name(name)
+    result = NewOpResult(name, plan, checkout, dry_run, branch, reference_tree=ws.is_reference)
+    if dry_run:
+        result.diff = unified_diff(plan)
+    else:
+        reporter.step(f"writing {len(plan.changes)} files on branch {branch}")
+        applied = apply.apply(checkout, plan, branch, commit_message(name, plan), reporter)
+        result.commit = applied.commit
+        files = {c.role: c.path for c in plan.changes}
+        files["header"] = fam.header
+        manifest.save(ws.root, manifest.Manifest(name, fam, files, branch))
+        test_file = plan.paths().get("test", f"test/test_{name}.py")
+        result.next_steps = [
+            f"write the math in {plan.paths().get('CPU kernel')} (and the .cu), and the "
+            f"expected result as REFERENCE in {test_file}",
+            f"check it: `cd {ws.root} && nox -s verify` (or `onboard verify`)",
+        ]
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def commit_message(name: str, plan: Plan) -> str:
+    fam = plan.family
+    like = f" (like {fam.like})" if fam.like else ""
+    lines = [
+        f"Add aten::{name}, a structured {fam.kind} pointwise op{like}",
+        "",
+        "Scaffolded by `onboard new-op`: native_functions.yaml entries (functional,",
+        "in-place, structured out=), the dispatch stub, meta/impl, CPU and CUDA",
+        "kernels, the autograd formula, docs, overrides and an OpInfo entry.",
+    ]
+    if plan.unplaced:
+        lines += ["", "Not placed (missing from this checkout):"]
+        lines += [f"- {u.path} ({u.role})" for u in plan.unplaced]
+    return "\n".join(lines) + "\n"
+
+
+def unified_diff(plan: Plan) -> str:
+    chunks: list[str] = []
+    for c in plan.changes:
+        before = [] if c.before is None else c.before.splitlines(keepends=True)
+        after = c.after.splitlines(keepends=True)
+        chunks.extend(
+            difflib.unified_diff(
+                before,
+                after,
+                fromfile="/dev/null" if c.before is None else f"a/{c.path}",
+                tofile=f"b/{c.path}",
+                n=3,
+            )
+        )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)

@@ -1,0 +1,197 @@
+"""The op family a scaffold follows: unary or binary, how integers are treated, which dtypes.
+
+Every scaffold is a structured TensorIterator op (``structured_inherits:
+TensorIteratorBase``), the pattern of trunc and hypot in current PyTorch
+(PYTORCH_FACTS: "Anatomy of a structured unary op"). What differs between
+pointwise ops is the meta function's TensorIterator builder, what happens to
+integer inputs and the floating dtypes the kernel dispatches over; ``--like OP``
+reads those from the checkout's yaml and headers and from the installed torch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from onboard import proc
+from onboard.errors import BadInput, OnboardError
+
+UNARY_HEADER = "aten/src/ATen/native/UnaryOps.h"
+BINARY_HEADER = "aten/src/ATen/native/BinaryOps.h"
+
+FLOAT_DTYPES = ("float32", "float64", "bfloat16", "float16")
+INT_DTYPE = "int64"
+
+# How integer inputs are handled (the last word of each TensorIterator builder):
+#   kernel      the kernel has an integer path (same dtype out), like neg or maximum
+#   no_op       integers are copied by the impl, like trunc/floor (array-API rule)
+#   promote     integers become the default float before the kernel, like sin/atan2
+#               (build_borrowing_unary_float_op / build_borrowing_binary_float_op)
+#   unsupported the kernel only dispatches floating types, like frac/hypot
+INT_PATHS = ("kernel", "no_op", "promote", "unsupported")
+
+
+@dataclass(frozen=True)
+class Family:
+    kind: str  # "unary" | "binary"
+    header: str  # repo path of the header that declares the stub
+    stub_type: str  # "unary_fn" | "structured_binary_fn"
+    sibling: str  # the op next to which the new entries are placed
+    int_path: str
+    float_dtypes: tuple[str, ...] = FLOAT_DTYPES
+    variants: str = "function, method"
+    like: str | None = None
+
+    @property
+    def meta_builder(self) -> str:
+        arity = "unary" if self.kind == "unary" else "binary"
+        suffix = "_float_op" if self.int_path == "promote" else "_op"
+        return f"build_borrowing_{arity}{suffix}"
+
+    @property
+    def supported_dtypes(self) -> tuple[str, ...]:
+        ints = () if self.int_path == "unsupported" else (INT_DTYPE,)
+        return (*self.float_dtypes, *ints)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["meta_builder"] = self.meta_builder
+        data["supported_dtypes"] = list(self.supported_dtypes)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Family:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["float_dtypes"] = tuple(known.get("float_dtypes") or FLOAT_DTYPES)
+        return cls(**known)
+
+
+def default(kind: str) -> Family:
+    if kind == "unary":
+        return Family("unary", UNARY_HEADER, "unary_fn", "trunc", "kernel")
+    if kind == "binary":
+        return Family("binary", BINARY_HEADER, "structured_binary_fn", "hypot", "kernel")
+    raise BadInput(f"--kind must be unary or binary, not {kind!r}.")
+
+
+# `- func: name(Tensor self) -> Tensor` (functional) and its `.out` entry's keys.
+def _entry_blocks(yaml_text: str, name: str) -> dict[str, str]:
+    blocks: dict[str, str] = {}
+    pattern = re.compile(rf"^- func:\s*({re.escape(name)}(?:_|\.[A-Za-z0-9_]+)?)\s*\(", re.M)
+    for mo in pattern.finditer(yaml_text):
+        end = yaml_text.find("\n- func:", mo.end())
+        blocks[mo.group(1)] = yaml_text[mo.start() : end if end != -1 else len(yaml_text)]
+    return blocks
+
+
+def like(
+    checkout: Path, op: str, kind: str | None, python: str, yaml_text: str, cwd: Path
+) -> Family:
+    """The family of the existing op ``op``, read from the checkout and the installed torch."""
+    blocks = _entry_blocks(yaml_text, op)
+    functional = blocks.get(op)
+    if functional is None:
+        raise BadInput(
+            f"--like {op}: there is no `{op}` entry in native_functions.yaml.",
+            next_step="Pass an existing structured pointwise op, e.g. `--like trunc` "
+            "(unary) or `--like hypot` (binary); `onboard where OP` shows what an op is.",
+        )
+    head = functional.splitlines()[0]
+    if re.search(rf"- func:\s*{re.escape(op)}\(Tensor self\) -> Tensor\s*$", head):
+        op_kind = "unary"
+    elif re.search(rf"- func:\s*{re.escape(op)}\(Tensor self, Tensor other\) -> Tensor\s*$", head):
+        op_kind = "binary"
+    else:
+        raise BadInput(
+            f"--like {op}: its schema `{head[len('- func: ') :].strip()}` is neither "
+            "`(Tensor self) -> Tensor` nor `(Tensor self, Tensor other) -> Tensor`, the two "
+            "shapes new-op scaffolds.",
+            next_step="Use a plain pointwise op such as `--like trunc` or `--like hypot`.",
+        )
+    if kind is not None and kind != op_kind:
+        raise BadInput(
+            f"--like {op} is a {op_kind} op but --kind {kind} was given.",
+            next_step=f"Drop --kind (it follows --like) or pass --kind {op_kind}.",
+        )
+    out = next((b for k, b in blocks.items() if k.startswith(f"{op}.out")), None)
+    if out is None or "structured: True" not in out or "TensorIteratorBase" not in out:
+        raise BadInput(
+            f"--like {op}: `{op}` is not a structured TensorIterator op (its `.out` entry "
+            "lacks `structured: True` / `structured_inherits: TensorIteratorBase`), so its "
+            "kernels follow a different pattern than the one new-op writes.",
+            next_step="Pick a structured pointwise op, e.g. `--like trunc`, `--like sin` "
+            "or `--like hypot`.",
+        )
+    base = default(op_kind)
+    header, stub_type = _stub_declaration(checkout, op, base)
+    variants = "function, method"
+    mo = re.search(r"^\s+variants:\s*(.+)$", functional, re.M)
+    if mo and "method" not in mo.group(1):
+        variants = "function"
+    probe = _probe(python, op, op_kind, cwd)
+    floats = tuple(d for d in FLOAT_DTYPES if probe["dtypes"].get(d, {}).get("ok"))
+    if not floats:
+        raise BadInput(
+            f"--like {op}: the installed torch runs `{op}` on no floating dtype on CPU, so "
+            "there is no family to copy.",
+            next_step="Pick an op that works on float tensors, e.g. `--like trunc`.",
+        )
+    ints = probe["dtypes"].get(INT_DTYPE, {})
+    if not ints.get("ok"):
+        int_path = "unsupported"
+    elif ints.get("result_dtype") != INT_DTYPE:
+        int_path = "promote"
+    elif ints.get("identity") and op_kind == "unary":
+        int_path = "no_op"
+    else:
+        int_path = "kernel"
+    return replace(
+        base,
+        header=header,
+        stub_type=stub_type,
+        sibling=op,
+        int_path=int_path,
+        float_dtypes=floats,
+        variants=variants,
+        like=op,
+    )
+
+
+def _stub_declaration(checkout: Path, op: str, base: Family) -> tuple[str, str]:
+    """(header, stub type) of `DECLARE_DISPATCH(type, op_stub)`, else the family default."""
+    for header in (base.header, UNARY_HEADER, BINARY_HEADER):
+        path = checkout / header
+        if not path.is_file():
+            continue
+        mo = re.search(
+            rf"^DECLARE_DISPATCH\(\s*([A-Za-z0-9_:]+)\s*,\s*{re.escape(op)}_stub\s*\)",
+            path.read_text("utf-8", errors="replace"),
+            re.M,
+        )
+        if mo and mo.group(1) in ("unary_fn", "structured_binary_fn"):
+            return header, mo.group(1)
+    return base.header, base.stub_type
+
+
+def _probe(python: str, op: str, kind: str, cwd: Path) -> dict[str, Any]:
+    code = (Path(__file__).with_name("_like_child.py")).read_text("utf-8")
+    result = proc.run(
+        [python, "-c", code, op, kind],
+        cwd=cwd,  # never the checkout: its torch/ folder would shadow the installed torch
+        timeout=180,
+        check=False,
+        what=f"Asking the installed torch how `{op}` treats each dtype",
+    )
+    for line in result.stdout.splitlines():
+        if line.startswith("@@ONBOARD-LIKE@@"):
+            data: dict[str, Any] = json.loads(line[len("@@ONBOARD-LIKE@@") :])
+            return data
+    raise OnboardError(
+        f"Could not ask the installed torch about `{op}` (exit {result.returncode}): "
+        f"{(result.stderr.strip().splitlines() or ['no output'])[-1]}",
+        next_step="Check that `python -c 'import torch'` works in the workspace's interpreter "
+        "(`onboard doctor`), or scaffold without --like.",
+    )

@@ -1,0 +1,69 @@
+"""What a scaffold was made with, kept in the workspace for `onboard verify`.
+
+``<workspace>/.onboard/newop/<name>.json``: the family, the files and the
+branch. It lives outside the checkout so that the scaffold commit holds only
+PyTorch files; verify falls back to the defaults when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from onboard.workflows.newop.family import Family, default
+from onboard.workflows.newop.plan import op_files
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    family: Family
+    files: dict[str, str]  # role -> repo path
+    branch: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "family": self.family.to_json(),
+            "files": self.files,
+            "branch": self.branch,
+        }
+
+
+def folder(ws_root: Path) -> Path:
+    return ws_root / ".onboard" / "newop"
+
+
+def save(ws_root: Path, manifest: Manifest) -> Path:
+    path = folder(ws_root) / f"{manifest.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n", "utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load(ws_root: Path, name: str) -> Manifest:
+    path = folder(ws_root) / f"{name}.json"
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        return Manifest(
+            name=data["name"],
+            family=Family.from_json(data["family"]),
+            files=dict(data["files"]),
+            branch=data["branch"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        files = op_files(name)
+        files["header"] = default("unary").header
+        return Manifest(name, default("unary"), files, f"onboard/new-op-{name}")
+
+
+def names(ws_root: Path) -> list[str]:
+    base = folder(ws_root)
+    if not base.is_dir():
+        return []
+    return sorted(p.stem for p in base.glob("*.json"))

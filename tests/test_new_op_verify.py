@@ -1,0 +1,189 @@
+"""`onboard new-op` then verify, for real: torchgen, a C++ compile, numerics, nvcc.
+
+Slow (minutes cold on 2 cores): a `--from-wheel` workspace made by `onboard
+setup`, the scaffold, and the workspace's own `nox -s verify` through
+`onboard verify`. The module shares one workspace so the compile cache is warm
+after the first test, as it is for a user.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from onboard import workspace
+from onboard.workflows.newop.verify import OpVerification, verify_op
+
+pytestmark = pytest.mark.slow
+
+KERNEL = "aten/src/ATen/native/cpu/MyFracKernel.cpp"
+TEST_FILE = "test/test_my_frac.py"
+
+
+def onboard(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "onboard", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=1500,
+    )
+
+
+def steps(result: OpVerification) -> dict[str, tuple[str, str, str | None]]:
+    return {s.name: (s.status, s.detail, s.location) for s in result.steps}
+
+
+def edit(path: Path, old: str, new: str) -> None:  # one exact replacement
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if needle in ln)
+
+
+@pytest.fixture(scope="module")
+def frac_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[workspace.Workspace]:
+    base = tmp_path_factory.mktemp("newop")
+    root = base / "ws"
+    made = onboard("setup", str(root), "--from-wheel", "--json", cwd=base)
+    assert made.returncode == 0, made.stderr[-3000:]
+    scaffolded = onboard("new-op", "my_frac", "--json", "--workspace", str(root), cwd=base)
+    assert scaffolded.returncode == 0, scaffolded.stderr[-3000:]
+    yield workspace.load(root)
+
+
+def test_the_scaffold_as_written_verifies(frac_ws: workspace.Workspace) -> None:
+    result = verify_op(frac_ws, "my_frac")
+    got = steps(result)
+    for name in (
+        "torchgen parses native_functions.yaml",
+        "load_derivatives accepts the formula",
+        "stub and impl consistent across files",
+        "full torchgen codegen",
+        "compile (CPU, out of tree)",
+        "numerics against REFERENCE",
+        "meta device",
+        "torch.library.opcheck",
+        "CUDA kernel compiles (nvcc)" if Path("/usr/local/bin/nvcc").exists() else "meta device",
+    ):
+        assert got[name][0] == "passed", (name, got[name])
+    assert "float32, float64, bfloat16, float16, int64" in got["numerics against REFERENCE"][1]
+    for name in (
+        "in-tree build",
+        "CUDA numerics",
+        "autograd compiled",
+        "OpInfo suite",
+        "docs build",
+    ):
+        assert got[name][0] == "not checked"
+    assert result.ok
+
+
+def write_frac(repo: Path, scalar: str = "a - std::trunc(a)") -> Path:
+    """The three lambdas of the scaffolded CPU kernel, as a fractional-part op."""
+    kernel = repo / KERNEL
+    text = kernel.read_text()
+    text = re.sub(
+        r"cpu_kernel\(iter, \[\]\(scalar_t a\) -> scalar_t \{ return .*; \}\);",
+        "cpu_kernel(iter, [](scalar_t a) -> scalar_t { return a - a; });",
+        text,
+    )
+    text = re.sub(
+        r"(\n\s+)\[\]\(scalar_t a\) -> scalar_t \{ return .*; \},",
+        rf"\g<1>[](scalar_t a) -> scalar_t {{ return {scalar}; }},",
+        text,
+    )
+    text = re.sub(
+        r"\[\]\(Vectorized<scalar_t> a\) \{ return .*; \}\);",
+        "[](Vectorized<scalar_t> a) { return a - a.trunc(); });",
+        text,
+    )
+    kernel.write_text(text)
+    test = repo / TEST_FILE
+    test.write_text(
+        re.sub(
+            r"^REFERENCE = .*$", 'REFERENCE = "x - torch.trunc(x)"', test.read_text(), flags=re.M
+        )
+    )
+    return kernel
+
+
+def test_a_real_kernel_passes_nox_verify(frac_ws: workspace.Workspace) -> None:
+    write_frac(frac_ws.checkout_path)
+    done = onboard("verify", "--json", "--workspace", str(frac_ws.root), cwd=frac_ws.root)
+    data = json.loads(done.stdout)
+    mine = {c["name"]: c for c in data["checks"] if c["name"].startswith("new-op my_frac")}
+    assert mine["new-op my_frac: numerics against REFERENCE"]["status"] == "passed", mine
+    assert "x - torch.trunc(x)" in mine["new-op my_frac: numerics against REFERENCE"]["detail"]
+    assert mine["new-op my_frac: compile (CPU, out of tree)"]["status"] == "passed"
+    assert not [c for c in mine.values() if c["status"] == "failed"]
+    assert done.returncode == 0, (data, done.stderr[-2000:])
+    assert data["ok"] is True
+
+
+def test_a_wrong_kernel_fails_and_points_at_its_lambda(frac_ws: workspace.Workspace) -> None:
+    kernel = write_frac(frac_ws.checkout_path, scalar="a + std::trunc(a)")
+    try:
+        result = verify_op(frac_ws, "my_frac")
+        status, detail, location = steps(result)["numerics against REFERENCE"]
+        assert status == "failed" and not result.ok
+        assert location == f"{KERNEL}:{line_of(kernel, 'a + std::trunc(a)')}"
+        assert "scalar lambda" in detail and "REFERENCE" in detail
+        assert "float32/functional/scalar" in detail
+    finally:
+        write_frac(frac_ws.checkout_path)
+
+
+def test_a_compile_error_names_the_file_and_line(frac_ws: workspace.Workspace) -> None:
+    kernel = write_frac(frac_ws.checkout_path, scalar="a - std::trnc(a)")
+    try:
+        result = verify_op(frac_ws, "my_frac")
+        status, detail, location = steps(result)["compile (CPU, out of tree)"]
+        assert status == "failed"
+        assert location == f"{KERNEL}:{line_of(kernel, 'std::trnc')}"
+        assert "trnc" in detail
+    finally:
+        write_frac(frac_ws.checkout_path)
+
+
+def test_a_yaml_mistake_is_reported_by_torchgen(frac_ws: workspace.Workspace) -> None:
+    yaml_path = frac_ws.checkout_path / "aten/src/ATen/native/native_functions.yaml"
+    original = yaml_path.read_text()
+    try:
+        edit(
+            yaml_path,
+            "  structured_delegate: my_frac.out\n",
+            "  structured_delegate: my_frac.outt\n",
+        )
+        result = verify_op(frac_ws, "my_frac")
+        status, detail, location = steps(result)["torchgen parses native_functions.yaml"]
+        assert status == "failed" and "my_frac.outt" in detail
+        assert location is not None and location.startswith(
+            "aten/src/ATen/native/native_functions.yaml:"
+        )
+        assert steps(result)["compile (CPU, out of tree)"][0] == "not checked"
+    finally:
+        yaml_path.write_text(original)
+
+
+def test_a_binary_op_verifies(tmp_path: Path) -> None:
+    from test_new_op import make_workspace
+
+    from onboard.workflows.newop import scaffold
+
+    ws = make_workspace(tmp_path / "ws")
+    scaffold(ws, "my_hypot2", kind="binary")
+    result = verify_op(ws, "my_hypot2")
+    got = steps(result)
+    assert result.ok, got
+    assert got["numerics against REFERENCE"][0] == "passed"
+    assert "`x + y`" in got["numerics against REFERENCE"][1]
