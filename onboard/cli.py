@@ -15,7 +15,16 @@ from onboard import __version__
 
 # name -> "module:attribute"; each module imports only click at top level.
 COMMANDS: dict[str, str] = {
+    "bisect": "onboard.commands.bisect:bisect",
+    "build": "onboard.commands.build:build",
     "doctor": "onboard.commands.doctor:doctor",
+    "harvest": "onboard.commands.harvest:harvest",
+    "locate": "onboard.commands.locate:locate",
+    "where": "onboard.commands.where:where",
+    "new-op": "onboard.commands.new_op:new_op",
+    "pr": "onboard.commands.pr:pr",
+    "setup": "onboard.commands.setup:setup",
+    "verify": "onboard.commands.verify:verify",
 }
 
 

@@ -1,0 +1,533 @@
+"""`onboard locate`: from an error to the line of PyTorch that raised it.
+
+Three inputs: a command (run with ``TORCH_SHOW_CPP_STACKTRACES=1``, so the
+binary says ``Exception raised from meta at .../LinearAlgebra.cpp:204`` and
+prints the C++ frames), a message, or a pasted traceback/log. With frames the
+answer is the chain layer by layer (Python -> binding -> autograd ->
+dispatcher -> backend wrapper -> kernel/meta -> the check); with a message
+only, the check sites whose literal pieces match it, ranked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from onboard import proc
+from onboard.errors import BadInput, OnboardError
+from onboard.report import Reporter
+from onboard.workflows.opsource import checks, codegen, cpp_trace
+from onboard.workflows.opsource.context import TreeContext
+from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS
+from onboard.workflows.opsource.paths import SourceLoc
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+RUN_TIMEOUT = 600.0
+# Where the generated C++ layers live (tools/autograd writes the torch/csrc ones).
+_GENERATED_DIRS = {
+    "python binding": "torch/csrc/autograd/generated/",
+    "autograd": "torch/csrc/autograd/generated/",
+    "backend wrapper": "build/aten/src/ATen/",
+}
+
+FOUND = "found"  # the binary named the site, or a torch frame raised it
+MATCHED = "matched"  # message-only: ranked candidate sites
+NO_MATCH = "no_match"
+NOT_TORCH = "not_torch"
+NO_ERROR = "no_error"
+
+
+@dataclass(frozen=True)
+class Layer:
+    layer: str  # one of cpp_trace.LAYERS
+    name: str  # the function (THPVariable_mm, at::meta::structured_mm::meta)
+    op: str | None
+    location: SourceLoc | None  # where that function is written
+    related: tuple[SourceLoc, ...] = ()  # the yaml / derivatives entry behind a generated layer
+    frames: tuple[str, ...] = ()  # the raw frames folded into this layer
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "name": self.name,
+            "op": self.op,
+            "location": self.location.to_json() if self.location else None,
+            "related": [r.to_json() for r in self.related],
+            "frames": list(self.frames),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    location: SourceLoc
+    macro: str
+    function: str | None
+    pieces: tuple[str, ...]
+    coverage: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "location": self.location.to_json(),
+            "macro": self.macro,
+            "function": self.function,
+            "pieces": list(self.pieces),
+            "coverage": round(self.coverage, 3),
+        }
+
+
+@dataclass
+class LocateResult:
+    mode: str  # command / message / stdin
+    verdict: str
+    exc_type: str | None = None
+    message: str | None = None
+    command: list[str] | None = None
+    command_exit: int | None = None
+    check: SourceLoc | None = None  # the line that raised, when known exactly
+    check_function: str | None = None
+    chain: list[Layer] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    warnings: list[SourceLoc] = field(default_factory=list)
+    python_frames: list[SourceLoc] = field(default_factory=list)
+    next_step: str | None = None
+    explanation: str | None = None
+    limitations: list[str] = field(default_factory=list)
+    commit: str | None = None
+    warm: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdict in (FOUND, MATCHED) else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.exit_code == 0,
+            "mode": self.mode,
+            "verdict": self.verdict,
+            "exc_type": self.exc_type,
+            "message": self.message,
+            "command": self.command,
+            "command_exit": self.command_exit,
+            "check": self.check.to_json() if self.check else None,
+            "check_function": self.check_function,
+            "chain": [layer.to_json() for layer in self.chain],
+            "candidates": [c.to_json() for c in self.candidates],
+            "warnings": [w.to_json() for w in self.warnings],
+            "python_frames": [f.to_json() for f in self.python_frames],
+            "explanation": self.explanation,
+            "next_step": self.next_step,
+            "limitations": self.limitations,
+            "commit": self.commit,
+            "cache_warm": self.warm,
+        }
+
+    def render(self, console: Console, verbose: bool) -> None:
+        from rich.markup import escape
+
+        def show(loc: SourceLoc, indent: str = "    ") -> None:
+            label = loc.label
+            if loc.generated and not loc.local:
+                label += " (generated by the build, not in git)"
+            elif loc.in_torch and not loc.in_checkout and not loc.local:
+                label += " (not in this checkout)"
+            console.print(f"{indent}[bold]{escape(label)}[/]")
+            if loc.text:
+                console.print(f"{indent}  [dim]{escape(loc.text.strip())}[/]")
+            if loc.url:
+                console.print(f"{indent}  [blue]{escape(loc.url)}[/]")
+
+        if self.exc_type or self.message:
+            head = f"{self.exc_type}: " if self.exc_type else ""
+            first = (self.message or "").splitlines()[0] if self.message else ""
+            console.print(f"[bold red]{escape(head + first)}[/]")
+        if self.explanation:
+            console.print(escape(self.explanation))
+        if self.check is not None:
+            func = f" in {self.check_function}" if self.check_function else ""
+            verb = "Warned" if (self.exc_type or "").endswith("Warning") else "Raised"
+            console.print(f"\n[bold cyan]{verb}{escape(func)} at[/]")
+            show(self.check)
+        if self.chain:
+            console.print("\n[bold cyan]The chain, caller first[/]")
+            shown: set[str] = set()
+            for i, layer in enumerate(self.chain, 1):
+                op = f" (aten::{layer.op})" if layer.op else ""
+                console.print(
+                    f"  {i}. [bold]{escape(layer.layer)}[/]: {escape(layer.name)}{escape(op)}"
+                )
+                if layer.location is not None:
+                    show(layer.location, "     ")
+                for rel in layer.related:
+                    if verbose or rel.label not in shown:
+                        show(rel, "     ")
+                    else:
+                        console.print(f"     [dim]{escape(rel.label)} (above)[/]")
+                    shown.add(rel.label)
+                if layer.note:
+                    console.print(f"     [dim]{escape(layer.note)}[/]")
+                if verbose and len(layer.frames) > 1:
+                    for frame in layer.frames:
+                        console.print(f"     [dim]frame: {escape(frame)}[/]")
+        if self.candidates:
+            console.print("\n[bold cyan]Check sites whose message matches, best first[/]")
+            for c in self.candidates:
+                func = f" in {c.function}" if c.function else ""
+                console.print(
+                    f"  {escape(c.macro)}{escape(func)}  "
+                    f"[dim]({c.coverage:.0%} of the message is literal text of this site)[/]"
+                )
+                show(c.location)
+        warnings = [w for w in self.warnings if self.check is None or w.label != self.check.label]
+        if warnings:
+            console.print("\n[bold cyan]Warnings raised inside torch[/]")
+            for w in warnings:
+                show(w, "  ")
+        for limit in self.limitations:
+            console.print(f"\n[yellow]Limitation:[/] {escape(limit)}")
+        if self.next_step:
+            console.print(f"\n[yellow]Next:[/] {escape(self.next_step)}")
+
+
+def locate(
+    *,
+    command: Sequence[str] | None = None,
+    message: str | None = None,
+    text: str | None = None,
+    workspace: str | None = None,
+    python: str | None = None,
+    refresh: bool = False,
+    timeout: float = RUN_TIMEOUT,
+    reporter: Reporter | None = None,
+) -> LocateResult:
+    """Exactly one of ``command`` (argv), ``message`` or ``text`` (a pasted log)."""
+    reporter = reporter or Reporter()
+    given = [x for x in (command, message, text) if x is not None]
+    if len(given) != 1:
+        raise BadInput(
+            "Give exactly one of: a command after `--`, a message, or `-` to read a traceback "
+            "from stdin.",
+            next_step='Run `onboard locate -- python repro.py`, `onboard locate "MESSAGE"` or '
+            "`some_command 2>&1 | onboard locate -`.",
+        )
+    ctx = TreeContext.open(workspace, python, reporter, refresh=refresh)
+    result: LocateResult
+    if command is not None:
+        argv = list(command)
+        if not argv:
+            raise BadInput(
+                "No command was given after `--`.",
+                next_step="Run `onboard locate -- python repro.py`.",
+            )
+        if python and argv[0] in ("python", "python3"):
+            argv[0] = python
+        reporter.step(f"Running {' '.join(argv)} with TORCH_SHOW_CPP_STACKTRACES=1")
+        run = proc.run(
+            argv,
+            extra_env={"TORCH_SHOW_CPP_STACKTRACES": "1", "PYTHONUNBUFFERED": "1"},
+            timeout=timeout,
+            check=False,
+            what=f"`{' '.join(argv)}`",
+        )
+        output = run.stdout + "\n" + run.stderr
+        trace = cpp_trace.parse(output)
+        result = LocateResult(
+            mode="command", verdict=NO_ERROR, command=argv, command_exit=run.returncode
+        )
+        if run.returncode == 0 and trace.message is None and not trace.sites:
+            result.explanation = (
+                f"`{' '.join(argv)}` exited 0 and printed no exception or torch warning, so there "
+                "is nothing to locate."
+            )
+            result.next_step = (
+                "Run it with the input that fails, or paste the error: "
+                '`onboard locate "MESSAGE"` or `... 2>&1 | onboard locate -`.'
+            )
+            result.commit = ctx.ws.commit
+            return result
+    else:
+        raw = message if message is not None else text
+        assert raw is not None
+        if not raw.strip():
+            raise BadInput(
+                "The message is empty." if message is not None else "Nothing was read from stdin.",
+                next_step='Pass the error text (`onboard locate "mat1 and mat2 shapes cannot be '
+                'multiplied (2x3 and 4x5)"`) or pipe a traceback into `onboard locate -`.',
+            )
+        trace = cpp_trace.parse(raw)
+        if trace.message is None and not trace.sites and not trace.python_frames:
+            # A bare message: the whole text is what the check printed.
+            trace.message = raw.strip()
+        result = LocateResult(mode="message" if message is not None else "stdin", verdict=NO_MATCH)
+    result.commit = ctx.ws.commit
+    _resolve(ctx, trace, result)
+    result.warm = dict(ctx.warm)
+    return result
+
+
+def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
+    smap = ctx.source_map
+    ctx.generated_dir = codegen.existing(ctx.checkout, ctx.tree_id)
+    smap.generated_dir = ctx.generated_dir
+    result.exc_type = trace.exc_type
+    result.message = trace.message
+    result.python_frames = [smap.map(f.path, f.line) for f in trace.python_frames]
+    result.warnings = [smap.map(s.path, s.line) for s in trace.sites if s.kind == "triggered"]
+
+    raised = trace.raised
+    # A warning's "Triggered internally at" is the answer only when nothing was raised.
+    exception = bool(trace.exc_type) and not (trace.exc_type or "").endswith("Warning")
+    if raised is not None and (raised.kind != "triggered" or not exception):
+        result.verdict = FOUND
+        result.check = smap.map(raised.path, raised.line)
+        result.check_function = raised.func or _enclosing(ctx, result.check)
+    torch_frames = [loc for loc in result.python_frames if loc.in_torch]
+    if result.check is None and torch_frames and trace.exc_type:
+        # Raised in torch's Python code: the last torch frame is the raise.
+        result.verdict = FOUND
+        result.check = torch_frames[-1]
+        result.check_function = trace.python_frames[
+            result.python_frames.index(torch_frames[-1])
+        ].func
+
+    result.chain = _chain(ctx, trace, result)
+
+    if result.check is None and trace.message:
+        matches = checks.search(ctx.checks(), trace.message)
+        for m in matches:
+            loc = smap.loc(m.path, m.line)
+            result.candidates.append(
+                Candidate(loc, m.macro, _enclosing(ctx, loc), m.pieces, m.coverage)
+            )
+        if result.candidates:
+            result.verdict = MATCHED
+    if result.check is None and not result.candidates and trace.sites:
+        # Only warnings were located.
+        result.verdict = FOUND if result.warnings else result.verdict
+
+    if result.verdict in (NO_MATCH, NO_ERROR):
+        user_frames = [loc for loc in result.python_frames if not loc.in_torch]
+        if trace.python_frames and not torch_frames and not trace.cpp_frames:
+            result.verdict = NOT_TORCH
+            last = user_frames[-1] if user_frames else None
+            where = f" at {last.label}" if last else ""
+            result.explanation = (
+                f"This traceback never enters torch: {trace.exc_type or 'the error'} is raised"
+                f"{where}, in your code or a library's, and no TORCH_CHECK or torch `raise` "
+                "site has its message."
+            )
+            result.next_step = (
+                "Read the last frame of the traceback; if torch is involved further down, run "
+                "the failing code with `onboard locate -- python repro.py`."
+            )
+        elif trace.message:
+            result.explanation = (
+                "No TORCH_CHECK, TORCH_INTERNAL_ASSERT, AT_ERROR, TORCH_WARN or Python `raise` "
+                "site "
+                f"in {ctx.checkout} has literal text matching this message (it may be built at "
+                "runtime, come from a third-party library, or be from another torch version)."
+            )
+            result.next_step = (
+                "Run the failing code through onboard so the binary names the line itself: "
+                "`onboard locate -- python repro.py`."
+            )
+        else:
+            result.explanation = (
+                "No exception, torch warning or check message was found in the input."
+            )
+            result.next_step = (
+                "Pass the full error output (`... 2>&1 | onboard locate -`) or run the code with "
+                "`onboard locate -- python repro.py`."
+            )
+
+    if ctx.ws.is_reference:
+        missing = [
+            loc
+            for loc in [result.check, *[c.location for c in result.candidates]]
+            if loc is not None and loc.in_torch and not loc.in_checkout and not loc.generated
+        ]
+        if missing:
+            limit = ctx.ws.limitation(
+                f"The source line at {missing[0].label} (a .cpp/.cu file; its GitHub link is shown)"
+            )
+            if limit:
+                result.limitations.append(limit)
+        if result.verdict == NO_MATCH:
+            limit = ctx.ws.limitation(
+                "Matching messages against checks in .cpp/.cu files (only headers and Python "
+                "files were searched)"
+            )
+            if limit:
+                result.limitations.append(limit)
+
+
+def _chain(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> list[Layer]:
+    layers: list[Layer] = []
+    # The Python side: the user's last frame and any torch frames under it.
+    py = list(zip(trace.python_frames, result.python_frames, strict=True))
+    if py:
+        last_user = max((i for i, (_f, loc) in enumerate(py) if not loc.in_torch), default=None)
+        start = last_user if last_user is not None else 0
+        for py_frame, loc in py[start:]:
+            layers.append(Layer("python", py_frame.func or "<module>", None, loc))
+    if not trace.cpp_frames:
+        return layers
+    grouped: list[tuple[cpp_trace.FrameRole, list[cpp_trace.CppFrame]]] = []
+    for frame in reversed(trace.cpp_frames):  # printed callee first; the chain reads caller first
+        role = cpp_trace.classify(frame.symbol, frame.file)
+        if role.layer is None:
+            continue
+        if grouped:
+            prev, prev_frames = grouped[-1]
+            # The dispatcher's call-through frame (wrap_kernel_functor_unboxed_) and the
+            # function it wraps are one layer; so are the check machinery's frames.
+            if prev.layer == role.layer and (prev.name == role.name or role.layer == "check"):
+                grouped[-1] = (role if prev.glue else prev, [*prev_frames, frame])
+                continue
+        grouped.append((role, [frame]))
+    for role, frames in grouped:
+        assert role.layer is not None
+        if role.layer == "check":
+            if result.check is not None:
+                macro = _CHECK_MACRO.search(result.check.text or "")
+                thrower = next(
+                    (cpp_trace.classify(f.symbol).name for f in frames if "Fail" in f.symbol),
+                    "c10::Error",
+                )
+                layers.append(
+                    Layer(
+                        "check",
+                        macro.group(0) if macro else thrower,
+                        None,
+                        result.check,
+                        frames=tuple(f.symbol for f in frames),
+                        note=f"raised in {result.check_function}" if result.check_function else "",
+                    )
+                )
+            continue
+        layers.append(_layer(ctx, role, frames))
+    return layers
+
+
+def _yaml_loc(ctx: TreeContext, op: str | None) -> SourceLoc | None:
+    if not op:
+        return None
+    try:
+        entry = ctx.yaml().by_name.get(op)
+    except OnboardError:
+        return None
+    return ctx.source_map.loc(NATIVE_FUNCTIONS, entry["line"]) if entry else None
+
+
+def _derivative_loc(ctx: TreeContext, op: str | None) -> SourceLoc | None:
+    if not op:
+        return None
+    try:
+        found = ctx.yaml().derivatives_for({op})
+    except OnboardError:
+        return None
+    return ctx.source_map.loc(DERIVATIVES, found[0]["line"]) if found else None
+
+
+def _generated_loc(
+    ctx: TreeContext, file: str | None, layer: str, needle: str | None
+) -> SourceLoc | None:
+    if not file or "/" in file or layer not in _GENERATED_DIRS:
+        return None
+    rel = _GENERATED_DIRS[layer] + file
+    line = None
+    if needle and ctx.generated_dir is not None:
+        lines = ctx.source_map.lines(ctx.generated_dir / rel) or []
+        pattern = re.compile(rf"\b{re.escape(needle)}\s*\(")
+        line = next(
+            (
+                i + 1
+                for i, text in enumerate(lines)
+                if pattern.search(text) and not text.startswith(" ")
+            ),
+            None,
+        )
+    return ctx.source_map.loc(rel, line)
+
+
+def _layer(ctx: TreeContext, role: cpp_trace.FrameRole, frames: list[cpp_trace.CppFrame]) -> Layer:
+    file = next((f.file for f in frames if f.file), None)
+    names = tuple(f.symbol for f in frames)
+    op = role.op
+    short = role.name.split("::")[-1]
+    location: SourceLoc | None = None
+    related: list[SourceLoc] = []
+    note = ""
+    if role.layer == "python binding":
+        location = _generated_loc(ctx, file, role.layer, short)
+        note = f"generated from {NATIVE_FUNCTIONS} by tools/autograd/gen_python_functions.py"
+        related = [x for x in (_yaml_loc(ctx, op),) if x]
+    elif role.layer == "autograd":
+        location = _generated_loc(ctx, file, role.layer, None)
+        note = f"generated from {DERIVATIVES} by tools/autograd/gen_variable_type.py"
+        related = [x for x in (_derivative_loc(ctx, op), _yaml_loc(ctx, op)) if x]
+    elif role.layer == "dispatcher":
+        note = (
+            "at::_ops::<op>::call/redispatch: the dispatcher picks the kernel for the next "
+            "dispatch key"
+        )
+        related = [x for x in (_yaml_loc(ctx, op),) if x]
+    elif role.layer == "backend wrapper":
+        location = _generated_loc(ctx, file, role.layer, short)
+        note = "generated by torchgen from the yaml's dispatch: block"
+        if location is not None and location.line is None and ctx.generated_dir is None:
+            note += "; `onboard where OP --generated` regenerates it to show the line"
+        related = [x for x in (_yaml_loc(ctx, op),) if x]
+    elif role.layer == "meta" and op:
+        hits = ctx.kernels().meta(op)
+        if hits:
+            location = ctx.source_map.loc(hits[0].path, hits[0].line)
+        note = f"TORCH_META_FUNC({op}): shape and dtype checks of the structured kernel"
+    elif role.layer == "kernel":
+        if role.macro == "TORCH_IMPL_FUNC" and op:
+            hits = ctx.kernels().impl(op)
+        else:
+            hits = ctx.kernels().definitions(short)[:1]
+        if hits:
+            location = ctx.source_map.loc(hits[0].path, hits[0].line)
+    return Layer(role.layer or "", role.name, op, location, tuple(related), names, note)
+
+
+_CHECK_MACRO = re.compile(
+    r"\b(?:TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ERROR|TORCH_WARN\w*|C10_THROW_ERROR|AT_ASSERTM?)\b"
+)
+_FUNC_HEAD = re.compile(
+    r"^(?:TORCH_(?:META|IMPL)_FUNC2?\s*\([^)]*\)"
+    r"|(?:[\w:<>,]+(?:[ \t]*[*&]+[ \t]*|[ \t]+))+[\w~:]+\s*\()"
+)
+_PY_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
+
+
+def _enclosing(ctx: TreeContext, loc: SourceLoc | None) -> str | None:
+    """The function a site sits in, read from its file (for the message-only answer)."""
+    if loc is None or not loc.local or not loc.line:
+        return None
+    lines = ctx.source_map.lines(ctx.checkout / loc.path) if loc.in_checkout else None
+    if not lines:
+        return None
+    if loc.path.endswith(".py"):
+        indent = len(lines[loc.line - 1]) - len(lines[loc.line - 1].lstrip())
+        for i in range(loc.line - 1, -1, -1):
+            mo = _PY_DEF.match(lines[i])
+            if mo and len(mo.group(1)) < indent:
+                return mo.group(2)
+        return None
+    for i in range(loc.line - 1, -1, -1):
+        text = lines[i]
+        if not text or text[0] in " \t#/}*" or text.rstrip().endswith(";"):
+            continue
+        mo = _FUNC_HEAD.match(text)
+        if mo:
+            head = mo.group(0).rstrip("(").strip()
+            return head.split()[-1] if not head.startswith("TORCH_") else head
+    return None

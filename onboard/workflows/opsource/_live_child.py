@@ -1,0 +1,196 @@
+# Runs INSIDE the target interpreter via `python -c` (this is the one place
+# where torch is imported): answers every live question `onboard where` has
+# in one run and prints one JSON object after MARKER.
+#   argv[1]: JSON {"entries": [dotted names], "ops": ["aten::trunc", ...], "record": bool}
+import contextlib
+import importlib
+import inspect
+import io
+import json
+import sys
+import warnings
+
+MARKER = "@@ONBOARD-LIVE@@"
+request = json.loads(sys.argv[1])
+warnings.simplefilter("ignore")
+
+import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+out: dict = {
+    "torch_version": str(torch.__version__),
+    "torch_file": torch.__file__,
+    "entries": [],
+    "dumps": {},
+}
+_ALIASES = {"F": "torch.nn.functional", "Tensor": "torch.Tensor", "nn": "torch.nn"}
+
+
+def resolve(dotted):
+    parts = dotted.split(".")
+    if parts[0] in _ALIASES:
+        parts = _ALIASES[parts[0]].split(".") + parts[1:]
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except Exception:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None, ".".join(parts)
+        return obj, ".".join(parts)
+    return None, ".".join(parts)
+
+
+class Recorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func)
+        if name not in self.ops:
+            self.ops.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+def meta_value(arg):
+    t = str(arg.type)
+    if arg.default_value is not None or t.endswith("?") or arg.kwarg_only:
+        return "skip"
+    if t == "Tensor":
+        return torch.empty(2, 2, device="meta")
+    if t in ("Tensor[]", "List[Tensor]"):
+        return [torch.empty(2, 2, device="meta")] * 2
+    if t == "int" or t == "SymInt":
+        return 1
+    if t.startswith(("int[", "List[int]", "SymInt[", "List[SymInt]")):
+        return [2, 2]
+    if t == "float":
+        return 1.0
+    if t == "bool":
+        return False
+    if t in ("Scalar", "number"):
+        return 1
+    if t == "ScalarType":
+        return torch.float32
+    if t == "str":
+        return "none"
+    return None
+
+
+def argument_sets(name):
+    """Meta-tensor arguments for `name`, from the aten schemas of that name."""
+    sets = []
+    for schema in torch._C._jit_get_schemas_for_operator("aten::" + name):
+        values: list = []
+        usable = True
+        for arg in schema.arguments:
+            v = meta_value(arg)
+            if isinstance(v, str) and v == "skip":
+                continue
+            if v is None:
+                usable = False
+                break
+            values.append(v)
+        if usable:
+            sets.append(values)
+    sets.append([torch.empty(2, 2, device="meta")])
+    sets.append([torch.empty(2, 2, device="meta"), torch.empty(2, 2, device="meta")])
+    return sets
+
+
+def record(obj, name):
+    """Call `obj` on meta tensors (no data, no device work) and note the aten ops."""
+    last_error = None
+    for args in argument_sets(name):
+        recorder = Recorder()
+        try:
+            with (
+                contextlib.redirect_stderr(io.StringIO()),
+                torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof,
+                recorder,
+            ):
+                obj(*args)
+        except Exception as exc:  # the wrong arguments for this overload: try the next
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            last_error = f"{type(exc).__name__}: {first}"
+            continue
+        top = []
+        for event in prof.events():
+            if (
+                event.cpu_parent is None
+                and event.name.startswith("aten::")
+                and event.name not in top
+            ):
+                top.append(event.name)
+        return {"top_ops": top, "dispatched": recorder.ops, "call_error": None}
+    return {"top_ops": [], "dispatched": [], "call_error": last_error}
+
+
+for dotted in request.get("entries", []):
+    obj, full = resolve(dotted)
+    entry: dict = {"query": dotted, "name": full, "exists": obj is not None}
+    if obj is not None:
+        entry["kind"] = type(obj).__name__
+        entry["module"] = getattr(obj, "__module__", None)
+        source = None
+        try:
+            target = inspect.unwrap(obj)
+            path = inspect.getsourcefile(target)
+            _lines, start = inspect.getsourcelines(target)
+            source = {"path": path, "line": start}
+        except (TypeError, OSError):
+            source = None
+        entry["source"] = source
+        entry["callable"] = callable(obj)
+        if request.get("record") and callable(obj) and not isinstance(obj, type):
+            entry.update(record(obj, full.rsplit(".", 1)[-1]))
+    out["entries"].append(entry)
+
+
+def op_name(overload_packet):
+    """`aten.add.Tensor` -> `aten::add.Tensor`; `aten.t.default` -> `aten::t`."""
+    ns, _, rest = overload_packet.partition(".")
+    name, _, overload = rest.rpartition(".")
+    return f"{ns}::{name}" if overload == "default" else f"{ns}::{name}.{overload}"
+
+
+def overloads(top):
+    """Every overload of an op and of its inplace twin: aten::trunc -> trunc, trunc.out, trunc_."""
+    name = top.split("::", 1)[1].split(".", 1)[0]
+    found = []
+    for n in dict.fromkeys([name, name.rstrip("_"), name.rstrip("_") + "_"]):
+        try:
+            schemas = torch._C._jit_get_schemas_for_operator("aten::" + n)
+        except Exception:
+            continue
+        for schema in schemas:
+            found.append(
+                "aten::" + n + ("." + schema.overload_name if schema.overload_name else "")
+            )
+    return found
+
+
+ops = list(request.get("ops", []))
+for entry in out["entries"]:
+    if request.get("group_overloads"):
+        for top in entry.get("top_ops", []):
+            for name in overloads(top):
+                if name not in ops:
+                    ops.append(name)
+    for name in entry.get("top_ops", []) + [op_name(d) for d in entry.get("dispatched", [])]:
+        if name not in ops:
+            ops.append(name)
+for name in ops:
+    try:
+        out["dumps"][name] = torch._C._dispatch_dump(name)
+    except Exception as exc:
+        out["dumps"][name] = None
+        out.setdefault("dump_errors", {})[name] = (
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        )
+
+sys.stdout.write("\n" + MARKER + json.dumps(out) + "\n")

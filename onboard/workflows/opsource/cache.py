@@ -1,0 +1,74 @@
+"""Per-tree JSON caches under ``XDG_CACHE_HOME/onboard/opsource/``.
+
+A cache entry is keyed by what it was built from (the tree's commit, the
+checkout path, a format version) and carries a fingerprint of the tree's
+folders (their mtimes), so adding or removing a file, or moving to another
+commit, rebuilds it; an in-place edit of a file is caught when that file is
+shown (its line text is read live).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+FORMAT = 3
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "onboard" / "opsource"
+
+
+def key(*parts: object) -> str:
+    text = "\0".join(str(p) for p in (FORMAT, *parts))
+    return hashlib.sha1(text.encode()).hexdigest()[:20]
+
+
+def folder_fingerprint(folders: Iterable[Path]) -> str:
+    """A hash of the mtimes of ``folders`` (missing ones count as -1)."""
+    digest = hashlib.sha1()
+    for folder in folders:
+        try:
+            stamp = folder.stat().st_mtime_ns
+        except OSError:
+            stamp = -1
+        digest.update(f"{folder}\0{stamp}\n".encode())
+    return digest.hexdigest()
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = cache_root() / name
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def store(name: str, data: dict[str, Any]) -> None:
+    path = cache_root() / name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        # A read-only cache only costs speed.
+        pass
+
+
+def cached(
+    name: str, valid: Callable[[dict[str, Any]], bool], build: Callable[[], dict[str, Any]]
+) -> tuple[dict[str, Any], bool]:
+    """(data, was_warm): the stored entry when ``valid`` accepts it, else a fresh build."""
+    data = load(name)
+    if data is not None and valid(data):
+        return data, True
+    data = build()
+    store(name, data)
+    return data, False

@@ -1,0 +1,105 @@
+"""`--generated`: regenerate build/aten/src/ATen (RegisterCPU_2.cpp and friends).
+
+Those files are written by torchgen during the build and are not in git. Run
+as the CI build does (``python -m torchgen.gen --per-operator-headers``) on
+the checkout's yaml, they come out line for line as the wheel's
+``_dispatch_dump`` names them (checked on 2.13.0: RegisterCPU_2.cpp:4613 is
+``TORCH_LIBRARY_IMPL(aten, CPU, m)`` with trunc's ``m.impl`` lines). Cached
+per checkout and commit; ~25-45 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from onboard import proc
+from onboard.errors import OnboardError
+from onboard.report import Reporter
+from onboard.workflows.opsource import cache
+from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS, TAGS
+
+CODEGEN_TIMEOUT = 900.0
+GENERATED_ATEN = "build/aten/src/ATen"
+_DONE = ".onboard-complete"
+
+
+def generated_root(checkout: Path, tree_id: str) -> Path:
+    return cache.cache_root() / ("generated-" + cache.key(checkout.resolve(), tree_id))
+
+
+def existing(checkout: Path, tree_id: str) -> Path | None:
+    root = generated_root(checkout, tree_id)
+    return root if (root / GENERATED_ATEN / _DONE).is_file() else None
+
+
+def _torchgen_dir(python: str) -> Path:
+    result = proc.run(
+        [python, "-c", "import os, torchgen; print(os.path.dirname(torchgen.__file__))"],
+        timeout=120,
+        check=False,
+        what="Finding torchgen",
+    )
+    if result.returncode != 0:
+        raise OnboardError(
+            f"{python} cannot import torchgen, which regenerates build/aten/src/ATen.",
+            next_step="torchgen ships in the torch wheel and needs PyYAML: run "
+            f"`{python} -m pip install pyyaml`, or pass --python with the interpreter of "
+            "your torch.",
+        )
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def regenerate(python: str, checkout: Path, tree_id: str, reporter: Reporter) -> Path:
+    """The folder standing in for the build tree (holds build/aten/src/ATen)."""
+    found = existing(checkout, tree_id)
+    if found is not None:
+        return found
+    root = generated_root(checkout, tree_id)
+    out = root / GENERATED_ATEN
+    if root.exists():
+        shutil.rmtree(root)  # a half-written earlier run
+    out.mkdir(parents=True)
+    aten = checkout / "aten" / "src" / "ATen"
+    with tempfile.TemporaryDirectory(prefix="onboard-codegen-") as tmp:
+        source = Path(tmp) / "ATen"
+        (source / "native").mkdir(parents=True)
+        shutil.copy2(checkout / NATIVE_FUNCTIONS, source / "native" / "native_functions.yaml")
+        templates = aten / "templates"
+        tags = checkout / TAGS
+        if not templates.is_dir() or not tags.is_file():
+            packaged = _torchgen_dir(python) / "packaged" / "ATen"
+            if not templates.is_dir():
+                templates = packaged / "templates"
+            if not tags.is_file():
+                tags = packaged / "native" / "tags.yaml"
+        shutil.copy2(tags, source / "native" / "tags.yaml")
+        (source / "templates").symlink_to(templates.resolve(), target_is_directory=True)
+        reporter.step("Regenerating build/aten/src/ATen with torchgen (once per commit, ~30-60 s)")
+        result = proc.run(
+            [
+                python,
+                "-m",
+                "torchgen.gen",
+                "--source-path",
+                str(source),
+                "--install_dir",
+                str(out),
+                "--per-operator-headers",
+            ],
+            cwd=tmp,
+            timeout=CODEGEN_TIMEOUT,
+            check=False,
+            what="torchgen code generation",
+        )
+    if result.returncode != 0:
+        shutil.rmtree(root, ignore_errors=True)
+        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise OnboardError(
+            f"torchgen could not regenerate build/aten/src/ATen (exit {result.returncode}): {tail}",
+            next_step="Run `onboard where OP` without --generated; the dispatch table still names "
+            "each generated file and line.",
+        )
+    (out / _DONE).write_text("ok\n", encoding="utf-8")
+    return root

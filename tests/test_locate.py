@@ -1,0 +1,389 @@
+"""`onboard locate`: the trace parser (on real output of the installed torch), the
+check index, and the three input forms on a full-checkout-like and a
+reference-like workspace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from opsource_helpers import (
+    DATA,
+    installed_commit,
+    make_clone_workspace,
+    make_reference_workspace,
+)
+
+from onboard.cli import cli
+from onboard.crash import run_cli
+from onboard.errors import BadInput, NoWorkspace
+from onboard.workflows.locate import FOUND, MATCHED, NO_ERROR, NO_MATCH, NOT_TORCH, locate
+from onboard.workflows.opsource import checks, cpp_trace
+
+MM_MESSAGE = "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+LINALG = "aten/src/ATen/native/LinearAlgebra.cpp"
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onboard-cache")
+
+
+@pytest.fixture(autouse=True)
+def _cache(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One cache per module (still under pytest's tmp): the indexes are built once.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
+
+
+@pytest.fixture(scope="module")
+def clone_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ws-clone") / "ws"
+    make_clone_workspace(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def reference_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ws-ref") / "ws"
+    make_reference_workspace(root)
+    return root
+
+
+# --- the parser, on output captured from the installed torch -----------------
+
+
+def test_parse_real_mm_trace() -> None:
+    trace = cpp_trace.parse((DATA / "mm_shape_error.txt").read_text())
+    assert trace.exc_type == "RuntimeError"
+    assert trace.message == MM_MESSAGE
+    assert trace.raised == cpp_trace.Site(
+        "raised", "/__w/pytorch/pytorch/aten/src/ATen/native/LinearAlgebra.cpp", 204, "meta"
+    )
+    assert trace.python_frames[-1].line == 5
+    assert trace.python_frames[-1].text == "print(torch.mm(a, b))"
+    layers = [
+        cpp_trace.classify(f.symbol, f.file).layer
+        for f in reversed(trace.cpp_frames)
+        if cpp_trace.classify(f.symbol, f.file).layer
+    ]
+    # caller first: binding, dispatcher, autograd, dispatcher, backend wrapper, meta, check
+    assert layers[:7] == [
+        "python binding",
+        "dispatcher",
+        "autograd",
+        "autograd",
+        "dispatcher",
+        "backend wrapper",
+        "meta",
+    ]
+    assert set(layers[7:]) == {"check"}
+    wrapper = next(f for f in trace.cpp_frames if "wrapper_CPU_mm" in f.symbol)
+    role = cpp_trace.classify(wrapper.symbol, wrapper.file)
+    assert (role.backend, role.op, role.glue, wrapper.file) == (
+        "CPU",
+        "mm",
+        True,
+        "RegisterCPU_0.cpp",
+    )
+
+
+def test_parse_real_warning_and_header_check() -> None:
+    trace = cpp_trace.parse((DATA / "view_infer_with_warning.txt").read_text())
+    assert trace.message == "only one dimension can be inferred"
+    assert trace.raised is not None and trace.raised.path.endswith("aten/src/ATen/InferSize.h")
+    assert (trace.raised.line, trace.raised.func) == (30, "infer_size_impl")
+    triggered = [s for s in trace.sites if s.kind == "triggered"]
+    assert len(triggered) == 1
+    assert triggered[0].path.endswith("aten/src/ATen/native/TensorShape.cpp")
+    assert trace.warnings and trace.warnings[0][0] == "UserWarning"
+
+
+def test_parse_legacy_frames_and_internal_assert() -> None:
+    text = (
+        "RuntimeError: t.is_contiguous() INTERNAL ASSERT FAILED at "
+        '"/__w/pytorch/pytorch/aten/src/ATen/native/Foo.cpp":12, please report a bug to PyTorch.\n'
+        "frame #0: c10::detail::torchInternalAssertFail(char const*, char const*, unsigned int, "
+        "char const*, std::string const&) + 0x60 (0x7f00 in /x/lib/libc10.so)\n"
+        "frame #1: at::native::foo(at::Tensor const&) + 0x1 (0x7f01 in /x/lib/libtorch_cpu.so)\n"
+    )
+    trace = cpp_trace.parse(text)
+    assert trace.raised == cpp_trace.Site(
+        "internal_assert", "/__w/pytorch/pytorch/aten/src/ATen/native/Foo.cpp", 12
+    )
+    assert [f.index for f in trace.cpp_frames] == [0, 1]
+    assert cpp_trace.classify(trace.cpp_frames[1].symbol).layer == "kernel"
+    assert cpp_trace.classify(trace.cpp_frames[0].symbol).layer == "check"
+
+
+# --- the check index -----------------------------------------------------------
+
+
+def test_scan_cpp_literal_pieces() -> None:
+    text = (
+        "#define TORCH_CHECK(cond, ...) if (!(cond)) fail(__VA_ARGS__)\n"
+        "void f() {\n"
+        '  TORCH_CHECK(a == "x(", "first " "joined", n, // a comment, with a comma\n'
+        '      " and \\"quoted\\" ", m);\n'
+        "  TORCH_CHECK_EQ(a, b);\n"
+        '  TORCH_CHECK_WITH(IndexError, i < n, "index ", i, " is out of bounds");\n'
+        '  TORCH_WARN("deprecated: ", what);\n'
+        "}\n"
+    )
+    sites = checks.scan_cpp(text)
+    assert sites == [
+        [3, "TORCH_CHECK", ["first joined", ' and "quoted" ']],
+        [6, "TORCH_CHECK_WITH", ["index ", " is out of bounds"]],
+        [7, "TORCH_WARN", ["deprecated: "]],
+    ]
+
+
+def test_scan_python_fstring_pieces() -> None:
+    text = (
+        "def g(x):\n"
+        "    if x:\n"
+        '        raise ValueError(f"expected {x!r} to be "\n'
+        "                         'positive, got {}'.format(x))\n"
+        '    torch._check(x, lambda: f"size {x} too big")\n'
+    )
+    assert checks.scan_python(text) == [
+        [3, "ValueError", ["expected ", " to be positive, got "]],
+        [5, "torch._check", ["size ", " too big"]],
+    ]
+
+
+def test_match_pieces_in_order() -> None:
+    pieces = ["mat1 and mat2 shapes cannot be multiplied (", "x", " and ", "x", ")"]
+    matched, missed = checks.match_pieces(MM_MESSAGE, pieces)
+    assert (matched, missed) == (51, 0)
+    # the same pieces out of order do not all match
+    matched, missed = checks.match_pieces(MM_MESSAGE, [")", "mat1 and mat2"])
+    assert missed == len("mat1 and mat2")
+
+
+# --- the three forms on a full (fixture) checkout ------------------------------
+
+
+def test_locate_command_walks_the_chain_cli(clone_ws: Path, tmp_path: Path) -> None:
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\n\nout = torch.mm(torch.randn(2, 3), torch.randn(4, 5))\n")
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "onboard", "locate", "--json", "--workspace", str(clone_ws),
+            "--", sys.executable, str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["verdict"] == FOUND
+    assert data["check"]["label"] == f"{LINALG}:204"
+    assert data["check_function"] == "meta"
+    assert "mat1 and mat2 shapes cannot be multiplied" in data["check"]["text"]
+    assert data["check"]["url"] == (
+        f"https://github.com/pytorch/pytorch/blob/{installed_commit()}/{LINALG}#L204"
+    )
+    layers = [layer["layer"] for layer in data["chain"]]
+    assert layers[0] == "python" and data["chain"][0]["location"]["line"] == 3
+    for expected in (
+        "python binding",
+        "autograd",
+        "dispatcher",
+        "backend wrapper",
+        "meta",
+        "check",
+    ):
+        assert expected in layers
+    assert layers.index("python binding") < layers.index("autograd") < layers.index("meta")
+    meta = data["chain"][layers.index("meta")]
+    assert meta["location"]["label"] == f"{LINALG}:201"  # TORCH_META_FUNC(mm)
+    autograd = data["chain"][layers.index("autograd")]
+    assert any(r["path"] == "tools/autograd/derivatives.yaml" for r in autograd["related"])
+
+
+def test_locate_pasted_trace(clone_ws: Path) -> None:
+    result = locate(text=(DATA / "mm_shape_error.txt").read_text(), workspace=str(clone_ws))
+    assert result.verdict == FOUND and result.exit_code == 0
+    assert result.check is not None and result.check.label == f"{LINALG}:204"
+    assert [layer.layer for layer in result.chain][-2:] == ["meta", "check"]
+    assert result.chain[-1].name == "TORCH_CHECK"
+
+
+def test_locate_message_on_full_checkout(clone_ws: Path) -> None:
+    result = locate(message=MM_MESSAGE, workspace=str(clone_ws))
+    assert result.verdict == MATCHED
+    best = result.candidates[0]
+    assert best.location.label == f"{LINALG}:204"
+    assert best.function == "TORCH_META_FUNC(mm)"
+    # addmm's check has the same words but fewer literal pieces: ranked below
+    assert [c.location.line for c in result.candidates][:2] == [204, 119]
+
+
+def test_locate_message_cli_json(clone_ws: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(
+        cli,
+        ["locate", "--json", "--workspace", str(clone_ws),
+         "trunc is not supported for complex inputs, got dtype ComplexFloat"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["candidates"][0]["location"]["path"] == "aten/src/ATen/native/UnaryOps.cpp"
+    assert data["candidates"][0]["function"] == "TORCH_META_FUNC(trunc)"
+
+
+def test_locate_stdin_cli(clone_ws: Path) -> None:
+    res = CliRunner().invoke(
+        cli,
+        ["locate", "--workspace", str(clone_ws), "-"],
+        input=(DATA / "mm_shape_error.txt").read_text(),
+    )
+    assert res.exit_code == 0, res.output
+    assert f"{LINALG}:204" in res.output
+
+
+def test_check_index_follows_new_files(tmp_path: Path) -> None:
+    """A check added after the index was built is found without --refresh."""
+    root = tmp_path / "ws"
+    make_clone_workspace(root)
+    message = "onboard test: frobnicate expects 3 dims, got 5"
+    assert locate(message=message, workspace=str(root)).verdict == NO_MATCH
+    new = root / "pytorch/aten/src/ATen/native/sparse/Frobnicate.cpp"
+    new.parent.mkdir(parents=True)
+    new.write_text(
+        "namespace at::native {\n"
+        "void frobnicate(const Tensor& t) {\n"
+        '  TORCH_CHECK(t.dim() == 3, "onboard test: frobnicate expects 3 dims, got ", t.dim());\n'
+        "}\n"
+        "} // namespace at::native\n"
+    )
+    result = locate(message=message, workspace=str(root))
+    assert result.verdict == MATCHED
+    assert result.candidates[0].location.label == "aten/src/ATen/native/sparse/Frobnicate.cpp:3"
+    assert result.candidates[0].function == "frobnicate"
+
+
+# --- the reference-like tree: checks that live in headers -----------------------
+
+
+def test_locate_message_on_reference_tree_header_check(reference_ws: Path) -> None:
+    result = locate(message="only one dimension can be inferred", workspace=str(reference_ws))
+    assert result.verdict == MATCHED
+    best = result.candidates[0]
+    # The binary says InferSize.h:30; the installed header's guard line is not counted.
+    assert best.location.label == "aten/src/ATen/InferSize.h:30"
+    assert best.location.in_checkout
+    assert "only one dimension can be inferred" in (best.location.text or "")
+
+
+def test_locate_pasted_trace_on_reference_tree(reference_ws: Path) -> None:
+    result = locate(
+        text=(DATA / "view_infer_with_warning.txt").read_text(), workspace=str(reference_ws)
+    )
+    assert result.verdict == FOUND
+    assert result.check is not None and result.check.label == "aten/src/ATen/InferSize.h:30"
+    assert "TORCH_CHECK(!infer_dim" in (result.check.text or "")
+    assert result.warnings[0].path == "aten/src/ATen/native/TensorShape.cpp"
+
+
+def test_locate_cpp_site_on_reference_tree_says_what_is_missing(reference_ws: Path) -> None:
+    result = locate(text=(DATA / "mm_shape_error.txt").read_text(), workspace=str(reference_ws))
+    assert result.verdict == FOUND
+    assert result.check is not None and not result.check.in_checkout
+    assert result.check.url and result.check.url.endswith(f"{LINALG}#L204")
+    assert result.limitations and "needs a full checkout" in result.limitations[0]
+
+
+def test_python_raise_in_torch(clone_ws: Path) -> None:
+    # real output: F.interpolate(..., size=3, scale_factor=2.0) raises in torch/nn/functional.py
+    result = locate(
+        text=(DATA / "interpolate_value_error.txt").read_text(), workspace=str(clone_ws)
+    )
+    assert result.verdict == FOUND and result.exc_type == "ValueError"
+    assert result.check is not None and result.check.path == "torch/nn/functional.py"
+    assert result.check.in_checkout  # the fixture holds the wheel's functional.py
+    assert (result.check.text or "").strip().startswith("raise ValueError(")
+    assert result.check_function == "interpolate"
+    assert [layer.layer for layer in result.chain] == ["python", "python"]
+
+
+def test_warning_only(clone_ws: Path) -> None:
+    # real output: x.T on a 3-D tensor warns from TensorShape.cpp (TORCH_WARN_ONCE)
+    result = locate(text=(DATA / "transpose_warning.txt").read_text(), workspace=str(clone_ws))
+    assert result.verdict == FOUND and result.exc_type == "UserWarning"
+    assert result.check is not None
+    assert result.check.path == "aten/src/ATen/native/TensorShape.cpp"
+    assert not result.check.in_checkout and result.check.url
+
+
+# --- bad and empty inputs ---------------------------------------------------------
+
+
+def test_message_matching_nothing(clone_ws: Path) -> None:
+    result = locate(message="the flux capacitor is not charged", workspace=str(clone_ws))
+    assert result.verdict == NO_MATCH and result.exit_code == 1
+    assert result.next_step and "onboard locate -- python repro.py" in result.next_step
+
+
+def test_traceback_that_never_enters_torch(clone_ws: Path) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 7, in <module>\n'
+        "    ratio = hits / total\n"
+        "ZeroDivisionError: division by zero\n"
+    )
+    result = locate(text=text, workspace=str(clone_ws))
+    assert result.verdict == NOT_TORCH and result.exit_code == 1
+    assert result.explanation and "never enters torch" in result.explanation
+    assert "/home/u/train.py:7" in result.explanation
+
+
+def test_command_that_succeeds(clone_ws: Path) -> None:
+    result = locate(command=[sys.executable, "-c", "print('fine')"], workspace=str(clone_ws))
+    assert result.verdict == NO_ERROR and result.exit_code == 1
+    assert result.explanation and "exited 0" in result.explanation
+
+
+def test_empty_message_is_bad_input(clone_ws: Path) -> None:
+    with pytest.raises(BadInput):
+        locate(message="   ", workspace=str(clone_ws))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["locate"],  # nothing to locate
+        ["locate", "some message", "--", "python", "x.py"],  # both forms
+        ["locate", "--"],  # no command after --
+    ],
+)
+def test_bad_cli_inputs_exit_2(clone_ws: Path, args: list[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "onboard", *args[:1], "--workspace", str(clone_ws), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "onboard locate" in proc.stderr
+
+
+def test_no_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NoWorkspace):
+        locate(message=MM_MESSAGE)
+    assert run_cli(cli, ["locate", MM_MESSAGE]) == 1
+
+
+def test_message_matching_nothing_cli_exit_1(
+    clone_ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["locate", "--json", "--workspace", str(clone_ws), "no torch check says this"]
+    assert run_cli(cli, argv) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["verdict"] == NO_MATCH and not data["ok"]

@@ -1,0 +1,222 @@
+"""`onboard where`: an op's anatomy on a full-checkout-like and a reference-like
+workspace, against the installed torch's live dispatch table."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from opsource_helpers import (
+    installed_commit,
+    make_clone_workspace,
+    make_reference_workspace,
+    save_workspace,
+)
+
+from onboard.cli import cli
+from onboard.crash import run_cli
+from onboard.errors import BadInput, NoWorkspace
+from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS
+from onboard.workflows.where import parse_query, where
+
+UNARY = "aten/src/ATen/native/UnaryOps.cpp"
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onboard-cache")
+
+
+@pytest.fixture(autouse=True)
+def _cache(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One cache per module (still under pytest's tmp): torchgen parses the yaml once.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
+
+
+@pytest.fixture(scope="module")
+def clone_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ws-clone") / "ws"
+    make_clone_workspace(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def reference_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ws-ref") / "ws"
+    make_reference_workspace(root)
+    return root
+
+
+def _func_line(checkout: Path, schema_start: str) -> int:
+    """The line of `- func: <schema_start>` in the checkout's yaml (as torchgen's loc says)."""
+    lines = (checkout / NATIVE_FUNCTIONS).read_text().splitlines()
+    return next(i + 1 for i, text in enumerate(lines) if text.startswith(f"- func: {schema_start}"))
+
+
+def test_parse_query() -> None:
+    assert parse_query("trunc") == ("op", "trunc", None)
+    assert parse_query("aten::mm.out") == ("op", "mm", "out")
+    assert parse_query("torch.nn.functional.linear") == (
+        "python",
+        "torch.nn.functional.linear",
+        None,
+    )
+    for bad in ("", "  ", "trunc(x)", "aten::", "torch.nn functional"):
+        with pytest.raises(BadInput):
+            parse_query(bad)
+
+
+def test_where_trunc_full_anatomy(clone_ws: Path) -> None:
+    result = where("trunc", workspace=str(clone_ws))
+    commit = installed_commit()
+    checkout = clone_ws / "pytorch"
+
+    # the three yaml entries, at their lines, linked at the installed commit
+    assert [(y.name, y.kind) for y in result.yaml_entries] == [
+        ("trunc", "functional"),
+        ("trunc_", "inplace"),
+        ("trunc.out", "out"),
+    ]
+    for entry, start in zip(result.yaml_entries, ("trunc(", "trunc_(", "trunc.out("), strict=True):
+        assert entry.location.line == _func_line(checkout, start)
+        assert entry.location.url == (
+            f"https://github.com/pytorch/pytorch/blob/{commit}/{NATIVE_FUNCTIONS}#L{entry.location.line}"
+        )
+    out = result.yaml_entries[2]
+    assert out.structured and out.dispatch["CPU"] == "trunc_out"
+    assert result.yaml_entries[0].structured_delegate == "trunc.out"
+
+    # the CPU registration from the live table: a generated file under the build prefix
+    cpu = [r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc"]
+    assert len(cpu) == 1
+    assert re.fullmatch(r"build/aten/src/ATen/RegisterCPU(_\d+)?\.cpp:\d+", cpu[0].location.label)
+    assert cpu[0].location.generated and cpu[0].location.url is None
+    autograd = [r for r in result.dispatch if r.key == "Autograd[alias]"]
+    assert autograd and autograd[0].location.path.startswith("torch/csrc/autograd/generated/")
+
+    # Python entry points reach aten::trunc / aten::trunc_
+    entries = {e.name: e for e in result.entry_points}
+    assert entries["torch.trunc"].top_ops == ("aten::trunc",)
+    assert entries["torch.Tensor.trunc_"].top_ops == ("aten::trunc_",)
+
+    # kernels: meta, impl, and the DispatchStub declare / define / register / bodies
+    roles = {(k.role, k.location.path) for k in result.kernels}
+    assert ("meta", UNARY) in roles
+    assert ("impl", UNARY) in roles
+    assert ("stub_declare", "aten/src/ATen/native/UnaryOps.h") in roles
+    assert ("stub_define", UNARY) in roles
+    assert ("stub_register", "aten/src/ATen/native/cpu/UnaryOpsKernel.cpp") in roles
+    assert ("stub_register", "aten/src/ATen/native/cuda/UnaryFractionKernels.cu") in roles
+    bodies = {k.name for k in result.kernels if k.role == "stub_kernel"}
+    assert bodies == {"trunc_kernel", "trunc_kernel_cuda"}
+    declare = next(k for k in result.kernels if k.role == "stub_declare")
+    assert declare.location.text == "DECLARE_DISPATCH(unary_fn, trunc_stub)"
+    meta = next(k for k in result.kernels if k.role == "meta")
+    assert meta.location.text and meta.location.text.startswith("TORCH_META_FUNC(trunc)")
+    assert (
+        meta.location.url
+        == f"https://github.com/pytorch/pytorch/blob/{commit}/{UNARY}#L{meta.location.line}"
+    )
+
+    # the derivative formula
+    assert [d.name for d in result.derivatives] == ["trunc(Tensor self) -> Tensor"]
+    assert result.derivatives[0].formulas == {
+        "self": "zeros_like(grad)",
+        "result": "auto_element_wise",
+    }
+    assert result.derivatives[0].location.path == "tools/autograd/derivatives.yaml"
+    assert not result.limitations
+
+
+def test_where_json_cli_mm_out(clone_ws: Path) -> None:
+    res = CliRunner().invoke(cli, ["where", "aten::mm.out", "--json", "--workspace", str(clone_ws)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert {y["name"] for y in data["yaml"]} == {"mm", "mm.out"}
+    meta = [k for k in data["kernels"] if k["role"] == "meta"]
+    assert meta and meta[0]["location"]["label"] == "aten/src/ATen/native/LinearAlgebra.cpp:201"
+    impl = [k for k in data["kernels"] if k["role"] == "impl"]
+    assert impl[0]["name"] == "mm_out_cpu" and impl[0]["keys"] == ["CPU"]
+    assert "mm_out_cuda" in data["kernels_not_found"]
+    assert any(r["key"] == "CPU" for r in data["dispatch_table"])
+
+
+def test_where_python_entry_point(clone_ws: Path) -> None:
+    result = where("torch.nn.functional.linear", workspace=str(clone_ws))
+    assert result.op == "linear"
+    assert result.entry_points[0].top_ops == ("aten::linear",)
+    # linear is CompositeImplicitAutograd: on meta tensors it runs as other ops
+    assert "aten.mm.default" in result.decomposes_to
+    assert any(r.key == "CompositeImplicitAutograd[alias]" for r in result.dispatch)
+
+
+def test_where_text_output(clone_ws: Path) -> None:
+    res = CliRunner().invoke(cli, ["where", "trunc", "--workspace", str(clone_ws)])
+    assert res.exit_code == 0, res.output
+    assert "DECLARE_DISPATCH" in res.output
+    assert f"{UNARY}:" in res.output
+    assert installed_commit() in res.output
+    assert "--generated" in res.output  # the note on build/ files
+
+
+def test_where_unknown_op_suggests(clone_ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(BadInput) as info:
+        where("trnc", workspace=str(clone_ws))
+    assert "trunc" in info.value.message
+    assert run_cli(cli, ["where", "trnc", "--workspace", str(clone_ws)]) == 2
+    assert "Closest names: trunc" in capsys.readouterr().err
+    assert run_cli(cli, ["where", "mm.nope", "--json", "--workspace", str(clone_ws)]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["kind"] == "BadInput" and "mm.out" in error["message"]
+
+
+def test_where_unknown_python_name(clone_ws: Path) -> None:
+    with pytest.raises(BadInput) as info:
+        where("torch.nn.functional.no_such_fn", workspace=str(clone_ws))
+    assert "does not exist" in info.value.message
+
+
+def test_where_no_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NoWorkspace):
+        where("trunc")
+    assert run_cli(cli, ["where", "trunc"]) == 1
+
+
+def test_where_workspace_without_checkout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    save_workspace(root, "clone")  # onboard.json, but no pytorch/ folder
+    assert run_cli(cli, ["where", "trunc", "--workspace", str(root)]) == 1
+    assert "onboard setup" in capsys.readouterr().err
+
+
+def test_where_reference_tree(reference_ws: Path) -> None:
+    result = where("trunc", workspace=str(reference_ws))
+    assert len(result.yaml_entries) == 3
+    roles = {k.role for k in result.kernels}
+    # the tree holds the header: the stub's declaration is there, the .cpp kernels are not
+    assert "stub_declare" in roles
+    assert not roles & {"impl", "meta", "kernel"}
+    assert result.limitations and "needs a full checkout" in result.limitations[0]
+    # the wheel ships common_methods_invocations.py: the OpInfo entry is found
+    assert result.opinfo
+    assert result.opinfo[0].path == "torch/testing/_internal/common_methods_invocations.py"
+    assert "UnaryUfuncInfo('trunc'" in (result.opinfo[0].text or "")
+    # the Meta registration in torch/_meta_registrations.py maps into the tree
+    meta = [r for r in result.dispatch if r.key == "Meta"]
+    assert meta and meta[0].location.in_checkout
+
+
+@pytest.mark.slow
+def test_where_generated_regenerates_register_files(clone_ws: Path) -> None:
+    result = where("trunc", workspace=str(clone_ws), generated=True)
+    cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc")
+    assert cpu.location.local is not None
+    # the line the binary names is the backend's registration block
+    assert cpu.location.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
