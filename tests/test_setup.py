@@ -90,6 +90,22 @@ def test_reference_tree_has_pytorch_paths(wheel_ws: Path, probed: torchenv.Torch
     ).read_bytes() == wheel_yaml.read_bytes()
 
 
+def test_reference_tree_headers_have_the_binarys_line_numbers(
+    wheel_ws: Path, probed: torchenv.TorchEnv
+) -> None:
+    """The wheel wraps installed headers in a one-line guard; the tree drops it,
+    so `path:line` from the binary's __FILE__ strings lands on the right line."""
+    assert probed.torch is not None
+    installed = probed.torch.package_dir / "include" / "ATen" / "InferSize.h"
+    assert installed.read_text().splitlines()[0].startswith("#if !defined(TORCH_STABLE_ONLY)")
+    lines = (wheel_ws / "pytorch/aten/src/ATen/InferSize.h").read_text().splitlines()
+    assert lines[0] == "#pragma once"
+    # torch.ones(6).view(-1, -1) reports "Exception raised from infer_size_impl at
+    # .../aten/src/ATen/InferSize.h:30" on 2.13.0.
+    assert 'TORCH_CHECK(!infer_dim, "only one dimension can be inferred")' in lines[29]
+    assert not any("TORCH_STABLE_ONLY" in line for line in lines[-3:])
+
+
 def test_reference_tree_is_one_clean_commit(wheel_ws: Path, probed: torchenv.TorchEnv) -> None:
     tree = wheel_ws / "pytorch"
     assert git.commit_count(tree) == 1
@@ -400,3 +416,58 @@ def _cli() -> click.Command:
     from onboard.cli import cli
 
     return cli
+
+
+# ---------------------------------------------------------------------------
+# QA regressions
+
+
+def test_workspace_folder_gets_the_users_umask(wheel_ws: Path) -> None:
+    # Built in a staging folder and renamed into place; mkdtemp's 0700 must not stick.
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(wheel_ws.stat().st_mode) == 0o777 & ~umask
+
+
+def test_unwritable_destination_is_bad_input_and_leaves_nothing(
+    tmp_path: Path, fast_probe: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from onboard.workflows import setup as setup_mod
+
+    def read_only(parent: Path, prefix: str) -> Path:
+        raise OSError(errno.EROFS, "Read-only file system", str(parent / prefix))
+
+    monkeypatch.setattr(setup_mod, "_new_staging", read_only)
+    dest = tmp_path / "a" / "b" / "ws"
+    with pytest.raises(BadInput, match="Read-only file system") as info:
+        setup(dest, from_wheel=True)
+    assert "onboard setup NEW_DIR --from-wheel" in (info.value.next_step or "")
+    assert not (tmp_path / "a").exists()  # the parents it made are gone again
+
+
+def test_python_that_is_not_a_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "repro.py"
+    script.write_text("print(1)\n")  # mode 0644: exec fails with EACCES
+    code = run_cli(_cli(), ["setup", str(tmp_path / "ws"), "--from-wheel", "--python", str(script)])
+    err = capsys.readouterr().err
+    assert code == 1 and "bug in onboard" not in err
+    assert f"There is no Python interpreter at {script}" in err
+    assert not (tmp_path / "ws").exists()
+
+
+def test_reference_workspace_advice_keeps_from_wheel(
+    wheel_ws: Path, fast_probe: torchenv.TorchEnv
+) -> None:
+    ws = workspace.load(wheel_ws)
+    assert ws.setup_command == f"onboard setup {wheel_ws} --from-wheel"
+    # The limitation's fix is a new folder, not this workspace's path.
+    assert "onboard setup NEW_DIR" in (ws.limitation("Building PyTorch") or "")
+    assert str(wheel_ws) not in (ws.limitation("Building PyTorch") or "")
+    with pytest.raises(BadInput) as info:
+        setup(wheel_ws)  # without --from-wheel: refused, and told the exact command
+    assert f"`onboard setup {wheel_ws} --from-wheel` to refresh" in (info.value.next_step or "")

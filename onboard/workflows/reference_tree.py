@@ -184,13 +184,30 @@ def fast_import_stream(tree: TreePlan, message: str, extra: dict[str, bytes]) ->
             mode = "100644"
         else:
             src = tree.files[dest]
-            data = src.read_bytes()
+            data = strip_install_guard(src.read_bytes())
             mode = "100755" if os.access(src, os.X_OK) else "100644"
         chunks.append(f"M {mode} inline {_quote(dest)}\ndata {len(data)}\n".encode())
         chunks.append(data)
         chunks.append(b"\n")
     chunks.append(b"done\n")
     return b"".join(chunks)
+
+
+# The wheel's installed headers are wrapped in a guard that is not in the
+# repository: one line added on top and three at the bottom. Left in, every
+# line sits one below the line the binary's __FILE__:__LINE__ names.
+_GUARD_HEAD = b"#if !defined(TORCH_STABLE_ONLY) && !defined(TORCH_TARGET_VERSION)\n"
+_GUARD_TAIL = b"\n#else\n#error \"This file should not be included when either TORCH_STABLE_ONLY"
+
+
+def strip_install_guard(data: bytes) -> bytes:
+    """The header as it is in the repository, without the install-time guard."""
+    if not data.startswith(_GUARD_HEAD):
+        return data
+    tail = data.rfind(_GUARD_TAIL)
+    if tail == -1:
+        return data
+    return data[len(_GUARD_HEAD) : tail]
 
 
 def _quote(path: str) -> str:
