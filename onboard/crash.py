@@ -12,9 +12,13 @@ import datetime as _dt
 import json
 import os
 import platform
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -36,35 +40,76 @@ def state_dir() -> Path:
 
 
 def _wants_json(argv: list[str]) -> bool:
-    return "--json" in argv
+    # Arguments after `--` belong to another program (`onboard build -- ...`).
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in own
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a closed terminal's kill, `timeout`, CI cancelling a job), raised
+    like Ctrl-C so every ``finally`` runs: nothing half-made is left behind."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield  # someone (a test runner, an embedding program) owns SIGTERM
+        return
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _json_error(args: list[str], kind: str, message: str, next_step: str | None, code: int) -> None:
+    """With --json, every way out leaves exactly one JSON object on stdout."""
+    if _wants_json(args):
+        error = {"kind": kind, "message": message, "next_step": next_step, "exit_code": code}
+        click.echo(json.dumps({"ok": False, "error": error}, indent=2))
+
+
+def _usage_next_step(exc: click.ClickException) -> str:
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "onboard"
+    return f"Run `{path} --help` for the options."
 
 
 def run_cli(cli: click.Command, argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        result = cli.main(args=args, prog_name="onboard", standalone_mode=False)
+        with _sigterm_as_interrupt():
+            result = cli.main(args=args, prog_name="onboard", standalone_mode=False)
     except OnboardError as exc:
         _report(exc, args)
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("Interrupted.", err=True)
-        return EXIT_INTERRUPT
-    except KeyboardInterrupt:
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _json_error(args, "Interrupted", "Interrupted.", None, EXIT_INTERRUPT)
         click.echo("Interrupted.", err=True)
         return EXIT_INTERRUPT
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
+        code = EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_FINDING
+        _json_error(args, type(exc).__name__, exc.format_message(), _usage_next_step(exc), code)
         exc.show()
-        return EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_FINDING
+        return code
     except Exception as exc:  # noqa: BLE001 - the whole point: a bug becomes a log file
         log = write_crash_log(exc, args)
-        click.echo(
+        message = (
             f"onboard hit an unexpected error ({type(exc).__name__}: {exc}). This is a bug in "
             f"onboard, not in your setup. The traceback and versions are in {log}; please attach "
-            "that file when you report it.",
-            err=True,
+            "that file when you report it."
         )
+        _json_error(args, "Bug", message, None, EXIT_BUG)
+        click.echo(message, err=True)
         return EXIT_BUG
     # Commands return their exit status (doctor: 1 when a finding needs action).
     return int(result) if isinstance(result, int) else EXIT_OK

@@ -82,6 +82,15 @@ def _client(token: str, api_url: str, timeout: int) -> Any:
         from github import Auth, Github
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise GitHubUnavailable("PyGithub is not installed (`pip install PyGithub`).") from exc
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(api_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise GitHubUnavailable(
+            f"The GitHub API URL {api_url!r} is not an http(s) URL with a host.",
+            next_step="Pass --api-url https://api.github.com, or https://HOST/api/v3 for "
+            "GitHub Enterprise.",
+        )
     # No retry loop and no pacing: a rate limit or a dead network must come
     # back as one line now, not after minutes of backoff.
     return Github(

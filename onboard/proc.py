@@ -60,6 +60,25 @@ def _missing(exe: str) -> OnboardError:
     )
 
 
+def _cannot_start(
+    argv: list[str], cwd: str | os.PathLike[str] | None, exc: OSError
+) -> OnboardError:
+    """Popen's OSError as one paragraph (a missing program, folder, or a non-program)."""
+    if cwd is not None and not os.path.isdir(cwd):
+        return OnboardError(
+            f"The folder {os.fspath(cwd)} does not exist, so `{argv[0]}` cannot run in it.",
+            next_step="Check the path (a workspace or checkout moved or deleted?) and run the "
+            "command again.",
+        )
+    if isinstance(exc, FileNotFoundError):
+        return _missing(argv[0])
+    return OnboardError(
+        f"`{argv[0]}` cannot be run ({exc.strerror or exc}): it is not an executable program.",
+        next_step="Pass the path of the program itself (for --python: "
+        "/path/to/venv/bin/python) and run the command again.",
+    )
+
+
 def run(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -96,8 +115,8 @@ def run(
             errors=None if binary else "replace",
             start_new_session=True,
         )
-    except FileNotFoundError as exc:
-        raise _missing(argv[0]) from exc
+    except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
+        raise _cannot_start(argv, cwd, exc) from exc
     try:
         out, err = _text(*proc.communicate(input=input, timeout=timeout))
     except subprocess.TimeoutExpired:
@@ -161,8 +180,8 @@ def stream(
             bufsize=1,
             start_new_session=True,
         )
-    except FileNotFoundError as exc:
-        raise _missing(argv[0]) from exc
+    except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
+        raise _cannot_start(argv, cwd, exc) from exc
     log = log_path.open("a", encoding="utf-8") if log_path else None
     last_output = [time.monotonic()]
     stopped: list[str] = []

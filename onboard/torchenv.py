@@ -138,7 +138,7 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
             next_step="Pass --python with the full path of the interpreter your project uses "
             "(for a venv: /path/to/venv/bin/python).",
         )
-    if os.sep in exe and not os.access(exe, os.X_OK):
+    if os.sep in exe and (not os.access(exe, os.X_OK) or os.path.isdir(exe)):
         raise OnboardError(
             f"There is no Python interpreter at {exe}.",
             next_step="Pass --python with the path of the interpreter your project uses (for a "

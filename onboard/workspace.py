@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from onboard.errors import NoWorkspace, OnboardError
+from onboard.errors import BadInput, NoWorkspace, OnboardError
 
 CONFIG_NAME = "onboard.json"
 SCHEMA = 1
@@ -22,6 +22,10 @@ SCHEMA = 1
 # checkout kinds
 CLONE = "clone"  # a git checkout of the commit (usually depth 1)
 REFERENCE = "reference"  # a git-tracked tree rebuilt from the installed wheel's files
+
+
+class NotAWorkspace(BadInput, NoWorkspace):
+    """--workspace or ONBOARD_WORKSPACE names a folder that is not a workspace (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -55,11 +59,19 @@ class Workspace:
         """The sentence a command prints when the reference tree cannot show ``what``."""
         if not self.is_reference:
             return None
+        # A workspace never switches kind (setup refuses), so the full checkout
+        # has to go in a new folder.
         return (
             f"{what} needs a full checkout: this workspace holds the reference tree rebuilt "
             "from the installed wheel (Python sources, headers and yaml; no .cpp/.cu files). "
-            f"Run `onboard setup {self.root} --remote <url or mirror>` in a new folder to get one."
+            "Get one in a new folder with `onboard setup NEW_DIR` (or `onboard setup NEW_DIR "
+            "--remote <url or mirror>`)."
         )
+
+    @property
+    def setup_command(self) -> str:
+        """The command that checks and repairs this workspace (keeps its kind)."""
+        return f"onboard setup {self.root}" + (" --from-wheel" if self.is_reference else "")
 
     def github_url(self, path: str, line: int | None = None) -> str | None:
         if not self.commit:
@@ -84,6 +96,16 @@ def save(ws: Workspace) -> Path:
     return ws.config_path
 
 
+# setup refuses a non-empty folder without a config, so deleting a broken one
+# does not let `onboard setup` repair it in place.
+_BROKEN_CONFIG_FIX = (
+    "Fix the file by hand, or make a new workspace with `onboard setup NEW_DIR --from-wheel` "
+    "(offline) or `onboard setup NEW_DIR`."
+)
+# What `save` always writes (the fields without a default).
+_REQUIRED = ("torch_version", "commit", "commit_kind", "build_prefix", "python")
+
+
 def load(root: Path) -> Workspace:
     path = root / CONFIG_NAME
     try:
@@ -97,8 +119,17 @@ def load(root: Path) -> Workspace:
     except ValueError as exc:
         raise OnboardError(
             f"The workspace config {path} is not valid JSON ({exc}).",
-            next_step=f"Fix or delete it and run `onboard setup {root}` again to rewrite it.",
+            next_step=_BROKEN_CONFIG_FIX,
         ) from exc
+    missing = [name for name in _REQUIRED if not isinstance(data, dict) or name not in data]
+    text_fields = ("torch_version", "python", "commit_kind", "checkout", "checkout_kind")
+    if missing or not all(isinstance(data.get(k, ""), str) for k in text_fields):
+        raise OnboardError(
+            f"The workspace config {path} is not one onboard wrote ("
+            + (f"missing {', '.join(missing)}" if missing else "wrong value types")
+            + ").",
+            next_step=_BROKEN_CONFIG_FIX,
+        )
     data.pop("schema", None)
     data["notes"] = tuple(data.get("notes") or ())
     known = {f for f in Workspace.__dataclass_fields__ if f != "root"}
@@ -116,7 +147,24 @@ def find(
     """The workspace named by ``explicit`` / ONBOARD_WORKSPACE, or the one above ``start``."""
     named = explicit or os.environ.get("ONBOARD_WORKSPACE")
     if named:
-        return load(Path(named).expanduser().resolve())
+        folder = Path(named).expanduser().resolve()
+        if not (folder / CONFIG_NAME).is_file():
+            # Named by the user: bad input (exit 2), and say where the name came from.
+            # (Click hands ONBOARD_WORKSPACE in as --workspace's value.)
+            from_env = os.environ.get("ONBOARD_WORKSPACE") == named
+            source = "ONBOARD_WORKSPACE" if from_env else "--workspace"
+            state = "does not exist" if not folder.exists() else f"has no {CONFIG_NAME}"
+            raise NotAWorkspace(
+                f"{source} names {folder}, which is not an onboard workspace (it {state}).",
+                next_step=(
+                    "Unset ONBOARD_WORKSPACE or point it at the folder `onboard setup DIR` made"
+                    if from_env
+                    else "Pass the folder `onboard setup DIR` made"
+                )
+                + ", or create one with `onboard setup DIR --from-wheel` (offline) or "
+                "`onboard setup DIR`.",
+            )
+        return load(folder)
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / CONFIG_NAME).is_file():

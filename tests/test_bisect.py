@@ -702,3 +702,26 @@ def test_wheels_bounds_must_be_releases(tmp_path: Path, monkeypatch: pytest.Monk
             find_links=str(wheels),
             venv_root=tmp_path / "v",
         )
+
+
+# --- QA regressions -----------------------------------------------------------
+
+
+def test_repo_option_that_is_not_a_repository_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from onboard.cli import cli
+    from onboard.crash import run_cli
+
+    repro = tmp_path / "repro.py"
+    repro.write_text("pass\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = ((tmp_path / "nowhere", "does not exist"), (plain, "is not inside a git repository"))
+    for where, words in cases:
+        capsys.readouterr()
+        code = run_cli(cli, ["bisect", str(repro), "--good", "v1", "--repo", str(where), "--json"])
+        assert code == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["message"] == f"--repo {where} {words}."
+        assert "PyTorch checkout" in error["next_step"]

@@ -618,3 +618,42 @@ def test_setup_then_build_in_one_go(tmp_path: Path, offline_build_env: None) -> 
     assert data["ok"] and data["setup"]["ok"] and data["build"]["ok"]
     assert data["build"]["imported"]["git_version"] == source.head
     assert all(c["ok"] for c in data["build"]["checks"].values())
+
+
+# --------------------------------------------------------------------------
+# QA regressions
+
+
+def test_unknown_option_is_an_error_not_a_pip_argument(
+    tmp_path: Path,
+    torch_probe: torchenv.TorchEnv,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    argv = ["build", "--dry-run", "--json", "--workspace", str(ws.root)]
+    # A typo before `--` used to be handed to pip silently.
+    code, out, _ = in_process([*argv, "--debgu"], torch_probe, monkeypatch, capsys)
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert "--debgu" in error["message"] and "onboard build --help" in error["next_step"]
+    code, out, _ = in_process([*argv, "stray"], torch_probe, monkeypatch, capsys)
+    assert code == 2 and "stray" in json.loads(out)["error"]["message"]
+    # After `--` it is pip's.
+    code, out, _ = in_process([*argv, "--", "--debgu"], torch_probe, monkeypatch, capsys)
+    assert code == 0, out
+    assert any(c.endswith("-e . --debgu") for c in json.loads(out)["commands"])
+
+
+def test_reference_workspace_names_a_new_folder(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "pytorch").mkdir(parents=True)
+    ws = workspace.Workspace(
+        root=root, torch_version="2.13.0+cpu", commit=None, commit_kind="release",
+        build_prefix=None, python=sys.executable, checkout_kind=workspace.REFERENCE,
+    )  # fmt: skip
+    with pytest.raises(OnboardError) as info:
+        plan(ws, reporter=Reporter())
+    # Not `onboard setup <this workspace> --remote ...`: setup never switches its kind.
+    assert "`onboard setup NEW_DIR`" in info.value.paragraph()
+    assert str(root) not in info.value.paragraph()

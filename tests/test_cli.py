@@ -140,3 +140,69 @@ def test_ctrl_c_exits_130(
 def test_version_option(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(cli, ["--version"]) == 0
     assert "onboard" in capsys.readouterr().out
+
+
+# --- QA regressions: --json leaves exactly one JSON object on stdout on every way out ---
+
+
+def test_usage_error_with_json_prints_one_json_object(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_cli(cli, ["doctor", "--no-such-option", "--json"]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["ok"] is False
+    assert data["error"]["exit_code"] == 2 and "--no-such-option" in data["error"]["message"]
+    assert "onboard doctor --help" in data["error"]["next_step"]
+    assert "No such option" in captured.err  # the human text still goes to stderr
+
+
+def test_json_after_double_dash_is_not_onboards(capsys: pytest.CaptureFixture[str]) -> None:
+    # `onboard build --bogus -- --json`: the --json belongs to pip, so no JSON on stdout.
+    assert run_cli(cli, ["build", "--bogus", "--", "--json"]) == EXIT_USAGE
+    assert capsys.readouterr().out == ""
+
+
+def test_bug_and_interrupt_with_json_print_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    monkeypatch.setattr(doctor_workflow, "diagnose", _raise(RuntimeError("kaboom")))
+    assert run_cli(cli, ["doctor", "--json"]) == EXIT_BUG
+    data = json.loads(capsys.readouterr().out)
+    assert data["error"]["kind"] == "Bug" and "kaboom" in data["error"]["message"]
+    assert data["error"]["exit_code"] == 3
+
+    monkeypatch.setattr(doctor_workflow, "diagnose", _raise(KeyboardInterrupt()))
+    assert run_cli(cli, ["doctor", "--json"]) == EXIT_INTERRUPT
+    data = json.loads(capsys.readouterr().out)
+    assert data["error"] == {
+        "kind": "Interrupted",
+        "message": "Interrupted.",
+        "next_step": None,
+        "exit_code": 130,
+    }
+
+
+def test_sigterm_runs_cleanup_and_exits_130(tmp_path: Path) -> None:
+    # SIGTERM (a closed terminal, `timeout`, a cancelled CI job) unwinds like Ctrl-C,
+    # so a command's `finally` (setup's staging folder removal) still runs.
+    marker = tmp_path / "cleaned"
+    script = (
+        "import os, signal, time\n"
+        "import onboard.workflows.doctor as d\n"
+        "def diagnose(*a, **k):\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(30)\n"
+        "    finally:\n"
+        f"        open({str(marker)!r}, 'w').write('yes')\n"
+        "d.diagnose = diagnose\n"
+        "from onboard.cli import main\n"
+        "main(['doctor', '--json'])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == EXIT_INTERRUPT, proc.stderr
+    assert marker.read_text() == "yes"
+    assert json.loads(proc.stdout)["error"]["kind"] == "Interrupted"

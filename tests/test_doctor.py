@@ -645,3 +645,55 @@ def test_workspace_made_with_another_interpreter(
     finding = report.finding("workspace-other-python")
     assert finding is not None and finding.severity == "info", ids(report)
     assert f"onboard doctor --python {sys.executable}" in finding.fix
+
+
+# --- QA regressions: bad --workspace / --python values are one paragraph, never a crash ---
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["[1, 2]", "{}", '{"torch_version": 1, "commit": null, "commit_kind": "release", '
+     '"build_prefix": null, "python": "/x"}'],
+)  # fmt: skip
+def test_broken_workspace_config_is_one_paragraph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str
+) -> None:
+    (tmp_path / ws_mod.CONFIG_NAME).write_text(config)
+    assert run_cli(cli, ["doctor", "--workspace", str(tmp_path), "--json"]) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert "is not one onboard wrote" in data["error"]["message"]
+    assert "onboard setup NEW_DIR" in data["error"]["next_step"]
+    assert "Traceback" not in captured.err and "bug in onboard" not in captured.err
+
+
+def test_workspace_naming_a_non_workspace_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nowhere = tmp_path / "nowhere"
+    assert run_cli(cli, ["doctor", "--workspace", str(nowhere), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["message"].startswith(f"--workspace names {nowhere}")
+    assert "does not exist" in error["message"]
+
+    monkeypatch.setenv("ONBOARD_WORKSPACE", str(tmp_path))
+    assert run_cli(cli, ["doctor"]) == 2
+    err = capsys.readouterr().err
+    assert f"ONBOARD_WORKSPACE names {tmp_path}" in err and "Unset ONBOARD_WORKSPACE" in err
+
+
+def test_python_that_is_a_folder_or_not_a_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from onboard import proc
+    from onboard.errors import OnboardError
+
+    assert run_cli(cli, ["doctor", "--python", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"There is no Python interpreter at {tmp_path}." in err and "bug" not in err
+    script = tmp_path / "repro.py"
+    script.write_text("print(1)\n")  # mode 0644: exec fails with EACCES, even for root
+    with pytest.raises(OnboardError, match="cannot be run"):
+        proc.run([str(script)])
+    with pytest.raises(OnboardError, match="does not exist"):
+        proc.run([sys.executable, "-c", "pass"], cwd=tmp_path / "gone")

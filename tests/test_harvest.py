@@ -774,3 +774,28 @@ def test_harvest_errors(tmp_path: Path) -> None:
     repo = _make_repo(tmp_path / "r", {"torch/a.py": "# TODO: x y z\n"})
     with pytest.raises(OnboardError, match="No harvested comment has the id"):
         hv.show("0000aaaa", repo=str(repo))
+
+
+# --------------------------------------------------------------------------
+# QA regressions
+
+
+def test_bad_ids_searcher_and_api_url_are_bad_input(tmp_path: Path) -> None:
+    repo = _make_repo(tmp_path / "r", {"torch/a.py": "# TODO: x y z\n"})
+    with pytest.raises(BadInput) as info:
+        hv.show("zz", repo=str(repo))
+    assert "onboard harvest" in (info.value.next_step or "")  # says where ids come from
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("# TODO: x\n")
+    # --searcher git on a folder that is not a repository: not "ripgrep is not installed".
+    with pytest.raises(BadInput, match="--searcher git") as searched:
+        hv.harvest(repo=str(plain), searcher="git")
+    assert "ripgrep is not installed" not in searched.value.message
+    # An --api-url PyGithub cannot parse used to crash (exit 3) once a token was set.
+    ran = _onboard(
+        "harvest", "--api-url", "not-a-url", "--json", "--repo", str(repo), cwd=tmp_path,
+        env={"GITHUB_TOKEN": "ghp_" + "x" * 36},
+    )  # fmt: skip
+    assert ran.returncode == 2, ran.stderr
+    assert "--api-url" in json.loads(ran.stdout)["error"]["message"]

@@ -984,3 +984,24 @@ def test_help_does_not_import_github_or_yaml() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert "--fork-remote" in out.stdout and "--api-url" in out.stdout
+
+
+# --------------------------------------------------------------------------
+# QA regressions: arguments that cannot work are exit 2, one JSON object with --json
+
+
+def test_bad_arguments_exit_2(repo: Path, tmp_path: Path, onboard_pr: Runner) -> None:
+    env = {"GITHUB_TOKEN": TOKEN}
+    cases = [
+        (["--open", "--api-url", "not-a-url"], "--api-url"),  # PyGithub crashed (exit 3)
+        (["--upstream-repo", "garbage"], "OWNER/NAME"),
+        (["--base", "no-such-branch"], "--base no-such-branch"),
+        (["--repo", str(tmp_path / "nowhere")], "does not exist"),
+        (["--repo", str(tmp_path)], "is not inside a git repository"),
+    ]
+    for args, words in cases:
+        ran = onboard_pr(*args, "--json", cwd=repo, env=env)
+        assert ran.returncode == 2, (args, ran.stderr)
+        error = json.loads(ran.stdout)["error"]
+        assert words in error["message"], (args, error)
+        assert error["next_step"], (args, error)

@@ -471,3 +471,17 @@ def test_reference_workspace_advice_keeps_from_wheel(
     with pytest.raises(BadInput) as info:
         setup(wheel_ws)  # without --from-wheel: refused, and told the exact command
     assert f"`onboard setup {wheel_ws} --from-wheel` to refresh" in (info.value.next_step or "")
+
+
+def test_verify_names_the_fix_for_missing_ide_files(tmp_path: Path) -> None:
+    ws = workspace.Workspace(
+        root=tmp_path, torch_version="2.13.0+cpu", commit=None, commit_kind="release",
+        build_prefix="/__w/pytorch/pytorch", python=sys.executable,
+        checkout_kind=workspace.REFERENCE,
+    )  # fmt: skip
+    checks = verify.ide_files(verify.VerifyContext(ws))
+    assert isinstance(checks, list)
+    failed = [c for c in checks if c.status == verify.FAILED]
+    assert len(failed) == 3  # settings.json, launch.json, onboard.gdb: all missing
+    for c in failed:
+        assert f"`onboard setup {tmp_path} --from-wheel` rewrites" in c.detail

@@ -45,3 +45,18 @@ def reporter(as_json: bool, verbose: bool) -> Any:
     from onboard.console import RichReporter
 
     return RichReporter(verbose=verbose, quiet=as_json)
+
+
+def check_api_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--api-url must be an http(s) URL with a host (PyGithub crashes on anything else)."""
+    from urllib.parse import urlsplit
+
+    if value is None:
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(
+            f"{value!r} is not an http(s) URL; use https://api.github.com or, for GitHub "
+            "Enterprise, https://HOST/api/v3.",
+        )
+    return value

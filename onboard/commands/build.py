@@ -6,8 +6,22 @@ import click
 
 from onboard.commands._common import common_options, reporter, workspace_option
 
+_PIP_ARGS = "onboard.build.pip_args"
 
-@click.command(context_settings={"ignore_unknown_options": True})
+
+class _BuildCommand(click.Command):
+    """Only what follows `--` goes to pip: a typo'd option before it is an error,
+    not a pip argument discovered an hour into the build."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta[_PIP_ARGS] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_BuildCommand, options_metavar="[OPTIONS] [-- PIP_ARGS...]")
 @click.option("--debug", is_flag=True, help="DEBUG=1: -O0 -g everywhere (slow build, slow torch).")
 @click.option(
     "--debinfo",
@@ -37,7 +51,6 @@ from onboard.commands._common import common_options, reporter, workspace_option
 )
 @workspace_option
 @common_options
-@click.argument("extra", nargs=-1, type=click.UNPROCESSED, metavar="[-- PIP_ARGS...]")
 def build(
     debug: bool,
     debinfo: tuple[str, ...],
@@ -46,7 +59,6 @@ def build(
     with_tests: bool,
     dry_run: bool,
     workspace: str | None,
-    extra: tuple[str, ...],
     as_json: bool,
     verbose: bool,
 ) -> int:
@@ -72,7 +84,7 @@ def build(
         cache=cache,
         jobs=jobs,
         with_tests=with_tests,
-        extra_args=[a for a in extra if a != "--"],
+        extra_args=list(click.get_current_context().meta.get(_PIP_ARGS, [])),
         reporter=rep,
     )
     if dry_run:

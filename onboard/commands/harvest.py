@@ -6,7 +6,12 @@ from typing import Any
 
 import click
 
-from onboard.commands._common import common_options, reporter, workspace_option
+from onboard.commands._common import (
+    check_api_url,
+    common_options,
+    reporter,
+    workspace_option,
+)
 
 _API_URL = "https://api.github.com"
 
@@ -31,6 +36,7 @@ def _api_options(func: Any) -> Any:
         "--api-url",
         default=_API_URL,
         show_default=True,
+        callback=check_api_url,
         help="GitHub API root (GitHub Enterprise: https://HOST/api/v3). The token comes from "
         "GH_TOKEN / GITHUB_TOKEN (or gh's hosts.yml) and is never printed.",
     )(func)
@@ -110,7 +116,8 @@ def harvest(
 
     `onboard harvest show ID` prints one with its code, blame and links.
     Vendored (third_party/) and generated files are skipped and counted.
-    Exit status 0.
+    Exit status: 0 results shown (also when none match the filters), 1 no tree
+    to search or an unknown id, 2 bad arguments (a malformed or ambiguous id).
     """
     if ctx.invoked_subcommand is not None:
         return 0

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, reporter, workspace_option
+from onboard.commands._common import (
+    check_api_url,
+    common_options,
+    reporter,
+    workspace_option,
+)
+
+
+def _check_owner_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    owner, _, name = value.partition("/")
+    if not owner or not name or "/" in name or any(c.isspace() for c in value):
+        raise click.BadParameter(f"{value!r} is not OWNER/NAME (like pytorch/pytorch).")
+    return value
 
 
 @click.command("pr")
@@ -24,12 +36,14 @@ from onboard.commands._common import common_options, reporter, workspace_option
     "--api-url",
     default="https://api.github.com",
     show_default=True,
+    callback=check_api_url,
     help="GitHub API root (GitHub Enterprise: https://HOST/api/v3).",
 )
 @click.option(
     "--upstream-repo",
     default="pytorch/pytorch",
     show_default=True,
+    callback=_check_owner_name,
     help="OWNER/NAME the PR is opened against.",
 )
 @click.option(

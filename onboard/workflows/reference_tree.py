@@ -197,7 +197,7 @@ def fast_import_stream(tree: TreePlan, message: str, extra: dict[str, bytes]) ->
 # repository: one line added on top and three at the bottom. Left in, every
 # line sits one below the line the binary's __FILE__:__LINE__ names.
 _GUARD_HEAD = b"#if !defined(TORCH_STABLE_ONLY) && !defined(TORCH_TARGET_VERSION)\n"
-_GUARD_TAIL = b"\n#else\n#error \"This file should not be included when either TORCH_STABLE_ONLY"
+_GUARD_TAIL = b'\n#else\n#error "This file should not be included when either TORCH_STABLE_ONLY'
 
 
 def strip_install_guard(data: bytes) -> bytes:

@@ -18,8 +18,10 @@ resumes; a checkout with local changes is never touched.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import secrets
 import shutil
 import sys
 import tempfile
@@ -401,24 +403,47 @@ class _Plan:
         tree = self._tree_plan() if self.from_wheel else None
         disk = self._disk(tree)
         parent = self.root.parent
-        made = _make_parents(parent)
-        staging = Path(tempfile.mkdtemp(prefix=f".{self.root.name}.onboard-partial-", dir=parent))
+        made: list[Path] = []
+        try:
+            made = _make_parents(parent)
+            staging = _new_staging(parent, f".{self.root.name}.onboard-partial-")
+        except OSError as exc:
+            _remove_empty(made)
+            raise self._unwritable(exc) from exc
         try:
             result = self._build(staging, target, tree, state="created")
             result.disk = disk
-            if self.root.exists():
-                self.root.rmdir()  # empty (checked above); rename needs the name free
-            os.rename(staging, self.root)
+            try:
+                if self.root.exists():
+                    self.root.rmdir()  # empty (checked above); rename needs the name free
+                os.rename(staging, self.root)
+            except OSError as exc:
+                raise self._unwritable(exc) from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
-            for folder in reversed(made):
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
+            _remove_empty(made)
             raise
         result.actions.append(f"workspace moved into place at {self.root}")
         return result
+
+    def _unwritable(self, exc: OSError) -> OnboardError:
+        """A folder onboard cannot create or rename (read-only, not yours, a mount point)."""
+        where = exc.filename or self.root.parent
+        again = "onboard setup NEW_DIR" + (" --from-wheel" if self.from_wheel else "")
+        how = (
+            f"onboard builds the workspace in a hidden folder beside {self.root.name} and "
+            "renames it into place, so it must be able to write in "
+            f"{self.root.parent}"
+        )
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EBUSY):
+            return BadInput(
+                f"onboard cannot write {where} ({exc.strerror}); {how}.",
+                next_step=f"Pick a folder you can write to (e.g. under your home): `{again}`.",
+            )
+        return OnboardError(
+            f"onboard could not create {where} ({exc.strerror}); {how}.",
+            next_step=f"Free some space or pick another folder: `{again}`.",
+        )
 
     def _disk(self, tree: reference_tree.TreePlan | None) -> dict[str, Any]:
         if tree is not None:
@@ -625,10 +650,8 @@ class _Plan:
             raise BadInput(
                 f"{self.root} already holds {have}; onboard does not switch a workspace "
                 "between a checkout and a reference tree.",
-                next_step=f"Run `{again}` for a new workspace, or run `onboard setup "
-                f"{self.root}`"
-                + ("" if self.from_wheel else " --from-wheel")
-                + " to refresh this one.",
+                next_step=f"Run `{again}` for a new workspace, or `{old.setup_command}` "
+                "to refresh this one.",
             )
         repo = old.root / old.checkout
         if old.checkout != CHECKOUT_DIR:
@@ -751,9 +774,36 @@ def _make_parents(folder: Path) -> list[Path]:
     while not probe.exists():
         missing.append(probe)
         probe = probe.parent
-    for path in reversed(missing):
-        path.mkdir()
-    return list(reversed(missing))
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+            made.append(path)
+    except OSError:
+        _remove_empty(made)
+        raise
+    return made
+
+
+def _remove_empty(made: list[Path]) -> None:
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+
+
+def _new_staging(parent: Path, prefix: str) -> Path:
+    """A fresh hidden folder in ``parent``; unlike ``tempfile.mkdtemp`` (mode 0700)
+    it gets the user's umask, since it becomes the workspace itself."""
+    for _ in range(100):
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no free staging name", str(parent / prefix))
 
 
 def _relocate(path: Path, at: Path, root: Path) -> Path:

@@ -169,7 +169,7 @@ def verify_via_nox(ws: workspace.Workspace, *, reporter: Reporter) -> VerifyResu
     if not noxfile.is_file():
         raise OnboardError(
             f"{ws.root} has no noxfile.py.",
-            next_step=f"Run `onboard setup {ws.root}` again to regenerate it.",
+            next_step=f"Run `{ws.setup_command}` again to regenerate it.",
         )
     report = ws.root / REPORT_PATH
     report.unlink(missing_ok=True)
@@ -206,7 +206,7 @@ def installed_commit(ctx: VerifyContext) -> Check:
     name = "checkout is the installed commit"
     repo = ws.checkout_path
     if not (repo / ".git").exists():
-        return Check(name, FAILED, f"{repo} is missing; run `onboard setup {ws.root}` again")
+        return Check(name, FAILED, f"{repo} is missing; run `{ws.setup_command}` again")
     head = git.head_sha(repo)
     env = ctx.env
     if env is None or env.torch is None:
@@ -217,7 +217,7 @@ def installed_commit(ctx: VerifyContext) -> Check:
             name,
             FAILED,
             f"the workspace was made for torch {ws.torch_version}, {ws.python} now has "
-            f"{env.torch.version}: run `onboard setup {ws.root}` again",
+            f"{env.torch.version}: run `{ws.setup_command}` again",
         )
     if ws.is_reference:
         from onboard.workflows import reference_tree
@@ -344,7 +344,9 @@ def ide_files(ctx: VerifyContext) -> list[Check]:
         )
     else:
         out.append(Check("gdb substitute-path", NOT_CHECKED, "no build prefix to map"))
-    return out
+    # setup merges these files (the user's keys stay), so it is the fix for all of them.
+    fix = f"; `{ws.setup_command}` rewrites onboard's part (yours is kept)"
+    return [Check(c.name, c.status, c.detail + fix) if c.status == FAILED else c for c in out]
 
 
 # Where a reference tree has files: headers only (no .cpp/.cu in a wheel);

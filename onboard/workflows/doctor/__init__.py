@@ -406,7 +406,7 @@ def _workspace(env: TorchEnv, ws: Workspace) -> tuple[dict[str, Any], list[Findi
                     f"the workspace checkout {checkout} is missing",
                     f"{ws.config_path} names it, but the folder is gone or is not a git "
                     "repository.",
-                    f"Recreate the workspace: `onboard setup {ws.root}`.",
+                    f"Recreate the workspace: `{ws.setup_command}`.",
                 )
             )
         return facts, findings

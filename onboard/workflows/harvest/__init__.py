@@ -706,6 +706,8 @@ def show(
         raise BadInput(
             f"{item_id!r} is not a harvest id (ids are hex, like the first column of "
             "`onboard harvest`; 4 characters at least).",
+            next_step="Run `onboard harvest` (or `onboard harvest --json`) and copy an id from "
+            "its first column.",
         )
     target = resolve_target(workspace, repo)
     cache_dir = _cache_dir(cache)

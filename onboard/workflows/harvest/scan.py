@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import proc
-from onboard.errors import OnboardError
+from onboard.errors import BadInput, OnboardError
 from onboard.workflows.harvest import tags
 from onboard.workflows.harvest.tags import Comment
 
@@ -106,6 +106,12 @@ def find_candidates(root: Path, *, searcher: str = "auto") -> Candidates:
     from onboard import git
 
     if not git.is_repo(root):
+        if searcher == "git":
+            raise BadInput(
+                f"{root} is not a git repository, so `git grep` (--searcher git) cannot search it.",
+                next_step="Drop --searcher git (ripgrep searches any folder), or point --repo "
+                "at a git checkout.",
+            )
         raise OnboardError(
             f"{root} is not a git repository and ripgrep is not installed, so there is "
             "nothing to search it with.",

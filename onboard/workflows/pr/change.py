@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from onboard import git
-from onboard.errors import OnboardError
+from onboard.errors import BadInput, OnboardError
 
 # Branches a PR must not come from: pytorch/pytorch's own (viable/strict is the
 # branch CI advances to green commits; nightly holds the nightly builds).
@@ -61,10 +61,13 @@ def resolve_repo(repo: str | os.PathLike[str] | None, workspace_checkout: Path |
     """--repo, else the workspace checkout, else the git repository around cwd."""
     if repo is not None:
         path = Path(repo).expanduser()
-        if not path.exists():
-            raise OnboardError(
-                f"--repo {path} does not exist.",
-                next_step="Pass the path of your PyTorch checkout.",
+        if not path.is_dir() or not git.is_repo(path):
+            # Named by the user: bad input (exit 2), as in bisect and harvest.
+            state = "does not exist" if not path.exists() else "is not inside a git repository"
+            raise BadInput(
+                f"--repo {path} {state}.",
+                next_step="Pass the path of your PyTorch checkout (the git clone your branch "
+                "is in).",
             )
         return git.get_root(path)
     if workspace_checkout is not None:
@@ -118,7 +121,7 @@ def pick_base(
     """
     if base is not None:
         if git.rev_parse(repo, base) is None:
-            raise OnboardError(
+            raise BadInput(  # an argument that cannot work: exit 2, like bisect's --good
                 f"--base {base} is not a commit or branch in {repo}.",
                 next_step="Fetch it first (`git fetch origin main`) or pass another --base.",
             )
