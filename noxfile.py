@@ -66,7 +66,10 @@ def verify(session: nox.Session) -> None:
     session.run("nox", "-f", str(ws / "noxfile.py"), "-s", "verify", external=True)
     session.run("onboard", "verify", "--workspace", str(ws))
     args = session.posargs or ["-m", "slow", "-q"]
-    session.run("python", "-m", "pytest", *args, env={"ONBOARD_VERIFY_WHEEL": "1"})
+    # `pytest`, not `python -m pytest`: the latter puts the repository root on
+    # sys.path, and the tests would then import the source tree instead of the
+    # installed wheel this session exists to check.
+    session.run("pytest", *args, env={"ONBOARD_VERIFY_WHEEL": "1"})
 
 
 @nox.session

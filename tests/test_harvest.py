@@ -348,6 +348,8 @@ def test_filters(small_repo: Path) -> None:
     assert len(limited.items) == 3 and limited.matched == 10
     with pytest.raises(BadInput):
         _harvest(small_repo, tags=["NOTE"])
+    with pytest.raises(BadInput, match="no such file or folder"):
+        _harvest(small_repo, paths=["torch/nnn"])
 
 
 def test_cache_is_used_and_invalidated(small_repo: Path, tmp_path: Path) -> None:

@@ -96,3 +96,14 @@ def test_every_package_folder_is_in_the_wheel(wheel: Path) -> None:
     for init in (ROOT / "onboard").rglob("__init__.py"):
         rel = init.relative_to(ROOT).as_posix()
         assert rel in names, f"{rel} is missing from the wheel: add its package to pyproject.toml"
+
+
+@pytest.mark.slow
+def test_verify_session_runs_against_the_installed_wheel() -> None:
+    """`nox -s verify` sets ONBOARD_VERIFY_WHEEL: its tests must exercise the
+    installed wheel, not the source tree they sit beside."""
+    if not os.environ.get("ONBOARD_VERIFY_WHEEL"):
+        pytest.skip("only meaningful inside `nox -s verify`")
+    import onboard
+
+    assert ROOT not in Path(onboard.__file__).resolve().parents, onboard.__file__

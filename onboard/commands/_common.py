@@ -31,14 +31,19 @@ def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def python_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--python",
-        "python",
-        type=str,
-        default=None,
-        help="The interpreter whose torch to inspect (default: the one running onboard).",
-    )(func)
+_PYTHON_HELP = "The interpreter whose torch to inspect (default: the one running onboard)."
+
+
+def python_option(
+    func: Callable[..., Any] | None = None, *, help: str = _PYTHON_HELP
+) -> Any:
+    """``@python_option`` or ``@python_option(help=...)`` where the interpreter
+    does more than get inspected (bisect runs the repro with it)."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        return click.option("--python", "python", type=str, default=None, help=help)(f)
+
+    return decorate(func) if func is not None else decorate
 
 
 def reporter(as_json: bool, verbose: bool) -> Any:

@@ -83,7 +83,10 @@ from onboard.commands._common import common_options, python_option, reporter, wo
     "current folder).",
 )
 @workspace_option
-@python_option
+@python_option(
+    help="The interpreter that runs the repro (default: the workspace's, else the one "
+    "running onboard)."
+)
 @common_options
 def bisect(
     repro: str,

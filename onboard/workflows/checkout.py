@@ -140,8 +140,8 @@ def fetch(
         if any(marker in text for marker in _MISSING_OBJECT):
             raise OnboardError(
                 f"The remote {remote} does not have commit {refspec} ({error}). A local or "
-                "patched build, or a commit only in a private fork, cannot be fetched from "
-                "pytorch/pytorch.",
+                "patched build, or a commit only in a private fork, is not on a public "
+                "mirror.",
                 next_step="Pass the remote that has it with `--remote URL`, a commit it does "
                 "have with `--commit SHA`, or run `onboard setup DIR --from-wheel`.",
             )

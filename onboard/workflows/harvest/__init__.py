@@ -549,6 +549,15 @@ def harvest(
     if limit < 0:
         raise BadInput(f"--limit {limit}: must be 0 (all) or more.")
     target = resolve_target(workspace, repo)
+    for path in paths:
+        # A typo'd --path would otherwise look like "no TODOs here".
+        rel = path.strip("/").removeprefix("./")
+        globbed = any(c in rel for c in "*?[")
+        if not (next(target.root.glob(rel), None) if globbed else (target.root / rel).exists()):
+            raise BadInput(
+                f"--path {path}: there is no such file or folder in {target.root}.",
+                next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
+            )
     cache_dir = _cache_dir(cache)
     s = _scan(target, searcher=searcher, cache=cache_dir, reporter=reporter)
     matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
