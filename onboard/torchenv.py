@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import proc
+from onboard.cache import cache_dir
 from onboard.errors import OnboardError, ProcTimeout
 
 PROBE_TIMEOUT = 180.0
@@ -297,8 +298,7 @@ def find_library(torch_dir: Path) -> Path | None:
 def _cache_file(kind: str, lib: Path) -> Path:
     st = lib.stat()
     key = hashlib.sha1(f"{lib.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "onboard" / f"{kind}-{key}.json"
+    return cache_dir() / f"{kind}-{key}.json"
 
 
 def _rodata_ranges(lib: Path) -> list[tuple[int, int]]:

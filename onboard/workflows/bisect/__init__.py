@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import git, workspace
+from onboard.cache import cache_dir
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.bisect.builds import MODES, Builder, require_session_for_always
@@ -360,10 +361,7 @@ def _wheel_level(
 def _default_venv_root(ws: workspace.Workspace | None) -> Path:
     if ws is not None:
         return ws.root / ".nox"
-    import os
-
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "onboard" / "bisect-venvs"
+    return cache_dir("bisect-venvs")
 
 
 def _commit_level(

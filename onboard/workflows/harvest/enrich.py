@@ -10,14 +10,13 @@ says so in ONE line and carries on.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onboard.cache import read_json, write_json
 from onboard.errors import OnboardError
 from onboard.workflows.harvest.rank import Item
 
@@ -71,22 +70,8 @@ def _cache_path(directory: Path, root: Path, name: str) -> Path:
     return directory / f"{name}-{key}.json"
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _save(path: Path, data: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+_load = read_json
+_save = write_json
 
 
 def blame(

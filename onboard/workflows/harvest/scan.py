@@ -9,7 +9,6 @@ by size and mtime), so a second run costs little more than the grep itself.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import sys
@@ -17,8 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from onboard import cache as onboard_cache
 from onboard import proc
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.harvest import tags
@@ -196,8 +195,7 @@ def generated_header(source: str) -> bool:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "onboard" / "harvest"
+    return onboard_cache.cache_dir("harvest")
 
 
 def _cache_file(root: Path, directory: Path) -> Path:
@@ -205,24 +203,8 @@ def _cache_file(root: Path, directory: Path) -> Path:
     return directory / f"scan-{key}.json"
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """A cache file's object, or {} when it is missing or unreadable."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write a cache file atomically; failing to only costs time next run."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+read_json = onboard_cache.read_json
+write_json = onboard_cache.write_json
 
 
 def _load_cache(path: Path) -> dict[str, list[object]]:

@@ -10,18 +10,17 @@ shown (its line text is read live).
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from onboard.cache import cache_dir, read_json, write_json
 
 FORMAT = 3
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "onboard" / "opsource"
+    return cache_dir("opsource")
 
 
 def key(*parts: object) -> str:
@@ -42,24 +41,11 @@ def folder_fingerprint(folders: Iterable[Path]) -> str:
 
 
 def load(name: str) -> dict[str, Any] | None:
-    path = cache_root() / name
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json(cache_root() / name) or None
 
 
 def store(name: str, data: dict[str, Any]) -> None:
-    path = cache_root() / name
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        # A read-only cache only costs speed.
-        pass
+    write_json(cache_root() / name, data, compact=True)
 
 
 def cached(
