@@ -5,7 +5,7 @@ offline paths never load it. Results are plain frozen dataclasses; failures
 are ``GitHubUnavailable`` (an ``OnboardError``) with ONE sentence that says
 what happened (no token, token rejected, rate limit, no network) and never
 the token itself. Tests point ``api_url`` at a loopback server
-(tests/fixtures/github_api.py, tests/fixtures/github_pulls_api.py).
+(tests/fixtures/github_api.py).
 
 Two clients: ``GitHub`` (issues, for `onboard harvest`; errors as one
 sentence, since harvest goes on without enrichment) and ``PullRequests``

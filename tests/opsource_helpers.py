@@ -9,6 +9,12 @@
 
 Both name the installed torch's commit and the CI build prefix, as `onboard
 setup` writes them. Nothing here imports torch.
+
+The fixtures at the end (`shared_cache`, an autouse cache, `clone_ws`,
+`reference_ws`) are used by importing them into the test module (pytest finds
+fixtures in a module's namespace, so the autouse one applies to that module
+only); each is defined as `*_fixture` with `name=` so a test's parameter does
+not shadow the import.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
 from fixtures.pytorch_repo import build_pytorch_repo, find_package_dir, find_torch_dir, git
 
 from onboard import workspace
@@ -103,3 +110,32 @@ def make_reference_workspace(root: Path) -> workspace.Workspace:
     git("add", "-A", cwd=tree)
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "reference", cwd=tree)
     return save_workspace(root, "reference")
+
+
+# --- fixtures (module scope: each workspace and the caches are built once) ---
+
+
+@pytest.fixture(scope="module", name="shared_cache")
+def shared_cache_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onboard-cache")
+
+
+@pytest.fixture(autouse=True, name="_cache")
+def cache_fixture(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One cache per module (still under pytest's tmp): the indexes are built and
+    # torchgen parses the yaml once.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
+
+
+@pytest.fixture(scope="module", name="clone_ws")
+def clone_ws_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ws-clone") / "ws"
+    make_clone_workspace(root)
+    return root
+
+
+@pytest.fixture(scope="module", name="reference_ws")
+def reference_ws_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ws-ref") / "ws"
+    make_reference_workspace(root)
+    return root

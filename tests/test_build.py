@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.buildable_torch import SOURCES, write_buildable_torch
+from fixtures.loopback import free_port
 from fixtures.pytorch_repo import git
 
 from onboard import ide, torchenv, workspace
@@ -109,12 +110,6 @@ def dwarf_units(lib: Path) -> set[str]:
             if attr is not None:
                 names.add(attr.value.decode())
         return names
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --------------------------------------------------------------------------

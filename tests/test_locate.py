@@ -13,9 +13,12 @@ import pytest
 from click.testing import CliRunner
 from opsource_helpers import (
     DATA,
+    cache_fixture,  # noqa: F401 (a pytest fixture)
+    clone_ws_fixture,  # noqa: F401 (a pytest fixture)
     installed_commit,
     make_clone_workspace,
-    make_reference_workspace,
+    reference_ws_fixture,  # noqa: F401 (a pytest fixture)
+    shared_cache_fixture,  # noqa: F401 (a pytest fixture)
 )
 
 from onboard.cli import cli
@@ -26,31 +29,6 @@ from onboard.workflows.opsource import checks, cpp_trace
 
 MM_MESSAGE = "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
 LINALG = "aten/src/ATen/native/LinearAlgebra.cpp"
-
-
-@pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onboard-cache")
-
-
-@pytest.fixture(autouse=True)
-def _cache(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # One cache per module (still under pytest's tmp): the indexes are built once.
-    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
-
-
-@pytest.fixture(scope="module")
-def clone_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("ws-clone") / "ws"
-    make_clone_workspace(root)
-    return root
-
-
-@pytest.fixture(scope="module")
-def reference_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("ws-ref") / "ws"
-    make_reference_workspace(root)
-    return root
 
 
 # --- the parser, on output captured from the installed torch -----------------

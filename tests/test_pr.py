@@ -2,7 +2,7 @@
 
 Real PyTorch-shaped repositories (tests/fixtures/pytorch_repo.py) with real
 commits on a branch, a bare repository as the fork remote, PyGithub talking to
-tests/fixtures/github_pulls_api.py over loopback, and the CLI run as
+tests/fixtures/github_api.py over loopback, and the CLI run as
 `python -m onboard pr` for exit codes, stdout and stderr.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.git_server import free_port
-from fixtures.github_pulls_api import GitHubPullsAPI
+from fixtures.github_api import GitHubAPI
+from fixtures.loopback import free_port
 
 from onboard import workspace as ws_mod
 from onboard.cli import cli
@@ -109,7 +109,7 @@ def onboard_pr(capsys: pytest.CaptureFixture[str]) -> Runner:
     return run
 
 
-def _posts(api: GitHubPullsAPI) -> list[Any]:
+def _posts(api: GitHubAPI) -> list[Any]:
     return [r for r in api.requests if r.method == "POST"]
 
 
@@ -152,8 +152,8 @@ def fork(repo: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def api() -> Iterator[GitHubPullsAPI]:
-    with GitHubPullsAPI(login=LOGIN, token=TOKEN) as server:
+def api() -> Iterator[GitHubAPI]:
+    with GitHubAPI(login=LOGIN, token=TOKEN) as server:
         yield server
 
 
@@ -530,7 +530,7 @@ def test_abi_scan_ignores_comment_only_lines() -> None:
 
 
 def test_open_pushes_to_the_fork_and_opens_a_draft(
-    repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:
     result = onboard_pr(
         "--open", "--issue", "4242", "--api-url", api.url, cwd=repo, env=_open_env()
@@ -555,7 +555,7 @@ def test_open_pushes_to_the_fork_and_opens_a_draft(
 
 
 def test_second_open_updates_the_same_pull_request(
-    repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:
     first = onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
     assert first.returncode == 0, first.stderr
@@ -573,7 +573,7 @@ def test_second_open_updates_the_same_pull_request(
 
 
 def test_open_through_the_workflow_returns_the_pull_request(
-    repo: Path, fork: Path, api: GitHubPullsAPI, monkeypatch: pytest.MonkeyPatch
+    repo: Path, fork: Path, api: GitHubAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GH_TOKEN", TOKEN)
     reporter = Reporter()
@@ -585,7 +585,7 @@ def test_open_through_the_workflow_returns_the_pull_request(
 
 
 def test_origin_that_is_not_upstream_is_the_fork(
-    repo: Path, tmp_path: Path, api: GitHubPullsAPI, onboard_pr: Runner
+    repo: Path, tmp_path: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:
     bare = tmp_path / "my-fork.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
@@ -596,7 +596,7 @@ def test_origin_that_is_not_upstream_is_the_fork(
 
 
 def test_token_from_gh_config_file(
-    repo: Path, fork: Path, api: GitHubPullsAPI, isolated_home: Path, onboard_pr: Runner
+    repo: Path, fork: Path, api: GitHubAPI, isolated_home: Path, onboard_pr: Runner
 ) -> None:
     hosts = isolated_home / ".config" / "gh" / "hosts.yml"
     hosts.parent.mkdir(parents=True, exist_ok=True)
@@ -638,7 +638,7 @@ def _all_text_under(root: Path) -> Iterator[tuple[Path, bytes]]:
 
 
 def test_token_appears_nowhere(
-    repo: Path, fork: Path, api: GitHubPullsAPI, isolated_home: Path, tmp_path: Path
+    repo: Path, fork: Path, api: GitHubAPI, isolated_home: Path, tmp_path: Path
 ) -> None:
     # real processes: what a user's terminal and CI logs would get
     outputs = [
@@ -654,7 +654,7 @@ def test_token_appears_nowhere(
     failed = _onboard_subprocess("--open", "-v", "--api-url", api.url, cwd=repo, env=_open_env())
     assert failed.returncode == 1 and "Validation Failed" in failed.stderr
     outputs.append(failed)
-    api.clear_failure()
+    api.clear_failures()
     # and a 401 for good measure
     outputs.append(
         _onboard_subprocess(
@@ -724,7 +724,7 @@ def test_owner_repo(url: str, parsed: tuple[str, str, str] | None) -> None:
 # errors: exit 1, one clear paragraph, nothing half done
 
 
-def _assert_nothing_done(api: GitHubPullsAPI, fork: Path | None) -> None:
+def _assert_nothing_done(api: GitHubAPI, fork: Path | None) -> None:
     assert api.writes() == []
     assert api.pulls["pytorch/pytorch"] == {}
     if fork is not None:
@@ -773,7 +773,7 @@ def test_no_base_to_compare_with(repo: Path, onboard_pr: Runner) -> None:
     assert "git fetch origin main" in message and "--base" in message
 
 
-def test_no_fork_remote(repo: Path, api: GitHubPullsAPI, onboard_pr: Runner) -> None:
+def test_no_fork_remote(repo: Path, api: GitHubAPI, onboard_pr: Runner) -> None:
     result = onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
     message = _error_paragraph(result)
     assert "No fork to push the branch to" in message and "git remote add fork" in message
@@ -781,7 +781,7 @@ def test_no_fork_remote(repo: Path, api: GitHubPullsAPI, onboard_pr: Runner) -> 
 
 
 def test_named_fork_remote_missing(
-    repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:
     message = _error_paragraph(
         onboard_pr(
@@ -792,15 +792,13 @@ def test_named_fork_remote_missing(
     _assert_nothing_done(api, fork)
 
 
-def test_missing_token(repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner) -> None:
+def test_missing_token(repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner) -> None:
     message = _error_paragraph(onboard_pr("--open", "--api-url", api.url, cwd=repo))
     assert "No GitHub token" in message and "GH_TOKEN" in message
     _assert_nothing_done(api, fork)
 
 
-def test_bad_credentials_401(
-    repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner
-) -> None:
+def test_bad_credentials_401(repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner) -> None:
     api.fail_unauthorized()
     message = _error_paragraph(
         onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
@@ -809,7 +807,7 @@ def test_bad_credentials_401(
     _assert_nothing_done(api, fork)
 
 
-def test_forbidden_403(repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner) -> None:
+def test_forbidden_403(repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner) -> None:
     api.fail_forbidden()
     message = _error_paragraph(
         onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
@@ -818,7 +816,7 @@ def test_forbidden_403(repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: 
     _assert_nothing_done(api, fork)
 
 
-def test_rate_limit(repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner) -> None:
+def test_rate_limit(repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner) -> None:
     api.fail_rate_limited()
     result = onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
     message = _error_paragraph(result)
@@ -835,7 +833,7 @@ def test_connection_refused(repo: Path, fork: Path, onboard_pr: Runner) -> None:
 
 
 def test_push_rejected_leaves_no_pull_request(
-    repo: Path, fork: Path, api: GitHubPullsAPI, tmp_path: Path, onboard_pr: Runner
+    repo: Path, fork: Path, api: GitHubAPI, tmp_path: Path, onboard_pr: Runner
 ) -> None:
     # someone else's commit on the fork's branch: a plain push is rejected
     other = tmp_path / "other"
@@ -852,7 +850,7 @@ def test_push_rejected_leaves_no_pull_request(
 
 
 def test_failed_create_after_push_is_safe_to_rerun(
-    repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:
     api.fail_with(422, "Validation Failed", methods=("POST",))
     message = _error_paragraph(
@@ -860,7 +858,7 @@ def test_failed_create_after_push_is_safe_to_rerun(
     )
     assert "422" in message and "re-running is safe" in message
     assert api.pulls["pytorch/pytorch"] == {}
-    api.clear_failure()
+    api.clear_failures()
     again = onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
     assert again.returncode == 0, again.stderr
     assert len(api.pulls["pytorch/pytorch"]) == 1
@@ -880,7 +878,7 @@ def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path
         pr_flow.run(workspace=str(tmp_path / "ws"))
 
 
-def test_reference_workspace_cannot_open(repo: Path, tmp_path: Path, api: GitHubPullsAPI) -> None:
+def test_reference_workspace_cannot_open(repo: Path, tmp_path: Path, api: GitHubAPI) -> None:
     root = tmp_path / "ws"
     _save_workspace(root, repo, checkout_kind=ws_mod.REFERENCE)
     with pytest.raises(OnboardError) as info:
@@ -946,7 +944,7 @@ def test_lintrunner_clean_is_in_the_test_plan(lint_repo: Path) -> None:
 
 @pytest.mark.skipif(not HAS_LINTRUNNER, reason="lintrunner is not installed")
 def test_lint_errors_are_a_finding_and_block_open(
-    lint_repo: Path, fork: Path, api: GitHubPullsAPI, onboard_pr: Runner
+    lint_repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:
     _commit(lint_repo, {"torch/nn/functional.py": NN_FILE + "\tbad = 1\n"}, "Tabs")
     dry = onboard_pr(cwd=lint_repo)

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from opsource_helpers import (
+    cache_fixture,  # noqa: F401 (a pytest fixture)
+    clone_ws_fixture,  # noqa: F401 (a pytest fixture)
     installed_commit,
-    make_clone_workspace,
-    make_reference_workspace,
+    reference_ws_fixture,  # noqa: F401 (a pytest fixture)
     save_workspace,
+    shared_cache_fixture,  # noqa: F401 (a pytest fixture)
 )
 
 from onboard.cli import cli
@@ -23,31 +25,6 @@ from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS
 from onboard.workflows.where import parse_query, where
 
 UNARY = "aten/src/ATen/native/UnaryOps.cpp"
-
-
-@pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onboard-cache")
-
-
-@pytest.fixture(autouse=True)
-def _cache(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # One cache per module (still under pytest's tmp): torchgen parses the yaml once.
-    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
-
-
-@pytest.fixture(scope="module")
-def clone_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("ws-clone") / "ws"
-    make_clone_workspace(root)
-    return root
-
-
-@pytest.fixture(scope="module")
-def reference_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("ws-ref") / "ws"
-    make_reference_workspace(root)
-    return root
 
 
 def _func_line(checkout: Path, schema_start: str) -> int:

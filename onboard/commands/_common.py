@@ -34,9 +34,7 @@ def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
 _PYTHON_HELP = "The interpreter whose torch to inspect (default: the one running onboard)."
 
 
-def python_option(
-    func: Callable[..., Any] | None = None, *, help: str = _PYTHON_HELP
-) -> Any:
+def python_option(func: Callable[..., Any] | None = None, *, help: str = _PYTHON_HELP) -> Any:
     """``@python_option`` or ``@python_option(help=...)`` where the interpreter
     does more than get inspected (bisect runs the repro with it)."""
 
