@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -69,7 +70,7 @@ def locate(
             )
         kwargs["command"] = command
     elif message == "-":
-        stdin = click.get_text_stream("stdin")
+        stdin = sys.stdin  # click.get_text_stream is typed differently across click 8.x
         if stdin.isatty():
             raise BadInput(
                 "`onboard locate -` reads a traceback from stdin, but nothing is piped in.",
