@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from onboard import proc
-from onboard.errors import OnboardError
+from onboard.errors import BadInput, OnboardError
 
 
 def git(
@@ -54,6 +54,18 @@ def get_root(path: str | os.PathLike[str]) -> Path:
             "`onboard setup DIR` to make one.",
         )
     return Path(result.stdout.strip())
+
+
+def named_root(repo: str | os.PathLike[str], *, next_step: str) -> Path:
+    """The top of the repository a user named with ``--repo``.
+
+    Named by the user, so a wrong path is bad input (exit 2), like a bad sha.
+    """
+    path = Path(repo).expanduser()
+    if not path.is_dir() or not is_repo(path):
+        state = "does not exist" if not path.exists() else "is not inside a git repository"
+        raise BadInput(f"--repo {path} {state}.", next_step=next_step)
+    return get_root(path)
 
 
 def is_repo(path: str | os.PathLike[str]) -> bool:

@@ -86,16 +86,11 @@ def terms_from(term_old: str | None, term_new: str | None) -> Terms:
 
 def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool) -> Path | None:
     if repo:
-        path = Path(repo).expanduser()
-        if not path.is_dir() or not git.is_repo(path):
-            # Named by the user, so bad input (exit 2), like a --good that is not a commit.
-            state = "does not exist" if not path.exists() else "is not inside a git repository"
-            raise BadInput(
-                f"--repo {path} {state}.",
-                next_step="Pass the path of your PyTorch checkout (a git clone with the "
-                "history to bisect), or run `onboard setup DIR` to make one.",
-            )
-        return git.get_root(path)
+        return git.named_root(
+            repo,
+            next_step="Pass the path of your PyTorch checkout (a git clone with the "
+            "history to bisect), or run `onboard setup DIR` to make one.",
+        )
     if ws is not None:
         if ws.is_reference:
             raise OnboardError(

@@ -60,16 +60,10 @@ class Change:
 def resolve_repo(repo: str | os.PathLike[str] | None, workspace_checkout: Path | None) -> Path:
     """--repo, else the workspace checkout, else the git repository around cwd."""
     if repo is not None:
-        path = Path(repo).expanduser()
-        if not path.is_dir() or not git.is_repo(path):
-            # Named by the user: bad input (exit 2), as in bisect and harvest.
-            state = "does not exist" if not path.exists() else "is not inside a git repository"
-            raise BadInput(
-                f"--repo {path} {state}.",
-                next_step="Pass the path of your PyTorch checkout (the git clone your branch "
-                "is in).",
-            )
-        return git.get_root(path)
+        return git.named_root(
+            repo,
+            next_step="Pass the path of your PyTorch checkout (the git clone your branch is in).",
+        )
     if workspace_checkout is not None:
         return git.get_root(workspace_checkout)
     return git.get_root(Path.cwd())
