@@ -178,6 +178,13 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
     def changed(rel: str, role: str, before: str, placed: insert.Placement) -> None:
         plan.changes.append(FileChange(rel, role, before, placed.text, placed.line, placed.where))
 
+    def present(rel: str, role: str, why: str = "file not in this checkout") -> str | None:
+        """The file's text, or None after recording it as unplaced (a reference tree lacks some)."""
+        text = _read(checkout, rel)
+        if text is None:
+            plan.unplaced.append(Unplaced(rel, role, why))
+        return text
+
     # 1. native_functions.yaml: functional, in-place, structured out=.
     block = render("newop/native_functions.yaml.j2", **ctx)
     changed(
@@ -188,14 +195,10 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
     )
 
     # 2. The stub declaration in the family header.
-    header = _read(checkout, family.header)
-    if header is None:
-        plan.unplaced.append(
-            Unplaced(
-                family.header, "DECLARE_DISPATCH of the stub", "the header is not in this checkout"
-            )
-        )
-    else:
+    header = present(
+        family.header, "DECLARE_DISPATCH of the stub", "the header is not in this checkout"
+    )
+    if header is not None:
         line = render("newop/stub_declaration.h.j2", **ctx)
         changed(
             family.header,
@@ -216,12 +219,8 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
         plan.changes.append(FileChange(files[role], role, None, text, 1, "new file"))
 
     # 6. derivatives.yaml.
-    deriv = _read(checkout, DERIVATIVES_YAML)
-    if deriv is None:
-        plan.unplaced.append(
-            Unplaced(DERIVATIVES_YAML, "autograd formula", "file not in this checkout")
-        )
-    else:
+    deriv = present(DERIVATIVES_YAML, "autograd formula")
+    if deriv is not None:
         changed(
             DERIVATIVES_YAML,
             "autograd formula",
@@ -230,12 +229,8 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
         )
 
     # 7. torch/_torch_docs.py: add_docstr(torch.NAME, ...).
-    docs = _read(checkout, TORCH_DOCS)
-    if docs is None:
-        plan.unplaced.append(
-            Unplaced(TORCH_DOCS, "torch.NAME docstring", "file not in this checkout")
-        )
-    else:
+    docs = present(TORCH_DOCS, "torch.NAME docstring")
+    if docs is not None:
         changed(
             TORCH_DOCS,
             "torch.NAME docstring",
@@ -251,12 +246,8 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
 
     # 8. torch/_tensor_docs.py: Tensor.NAME and Tensor.NAME_.
     if "method" in family.variants:
-        tdocs = _read(checkout, TENSOR_DOCS)
-        if tdocs is None:
-            plan.unplaced.append(
-                Unplaced(TENSOR_DOCS, "Tensor.NAME docstrings", "file not in this checkout")
-            )
-        else:
+        tdocs = present(TENSOR_DOCS, "Tensor.NAME docstrings")
+        if tdocs is not None:
             key = sib + "_" if f'add_docstr_all(\n    "{sib}_",' in tdocs else sib
             changed(
                 TENSOR_DOCS,
@@ -272,12 +263,8 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
             )
 
     # 9. torch/overrides.py: get_testing_overrides().
-    over = _read(checkout, OVERRIDES)
-    if over is None:
-        plan.unplaced.append(
-            Unplaced(OVERRIDES, "__torch_function__ override entry", "file not in this checkout")
-        )
-    else:
+    over = present(OVERRIDES, "__torch_function__ override entry")
+    if over is not None:
         mo = re.search(rf"^(\s+)torch\.{re.escape(sib)}: lambda", over, re.M)
         if mo is None:
             plan.unplaced.append(
@@ -303,10 +290,8 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
             )
 
     # 10. The OpInfo entry in op_db.
-    opinfo = _read(checkout, OPINFO)
-    if opinfo is None:
-        plan.unplaced.append(Unplaced(OPINFO, "OpInfo entry", "file not in this checkout"))
-    else:
+    opinfo = present(OPINFO, "OpInfo entry")
+    if opinfo is not None:
         entry_re = re.compile(rf"^(\s+)[A-Za-z]*Info\(\s*['\"]{re.escape(sib)}['\"]")
         mo = next((m for m in (entry_re.match(ln) for ln in opinfo.splitlines()) if m), None)
         placed = None
@@ -321,16 +306,12 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
             changed(OPINFO, "OpInfo entry", opinfo, placed)
 
     # 11. The docs index (Pointwise Ops in docs/source/torch.rst).
-    index = _read(checkout, DOCS_INDEX)
-    if index is None:
-        plan.unplaced.append(
-            Unplaced(
-                DOCS_INDEX,
-                "docs index entry",
-                "the docs/ folder is not in this checkout (a wheel does not ship it)",
-            )
-        )
-    else:
+    index = present(
+        DOCS_INDEX,
+        "docs index entry",
+        "the docs/ folder is not in this checkout (a wheel does not ship it)",
+    )
+    if index is not None:
         mo = re.search(rf"^(\s+){re.escape(sib)}\s*$", index, re.M)
         if mo is None:
             plan.unplaced.append(
@@ -348,16 +329,12 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
             )
 
     # 12. test_decomp's list of ops without a decomposition.
-    expect = _read(checkout, DECOMP_EXPECT)
-    if expect is None:
-        plan.unplaced.append(
-            Unplaced(
-                DECOMP_EXPECT,
-                "HasDecompTest expect lines",
-                "the test/ folder is not in this checkout (a wheel does not ship it)",
-            )
-        )
-    else:
+    expect = present(
+        DECOMP_EXPECT,
+        "HasDecompTest expect lines",
+        "the test/ folder is not in this checkout (a wheel does not ship it)",
+    )
+    if expect is not None:
         lines = render("newop/decomp_expect.j2", **ctx).splitlines()
         changed(
             DECOMP_EXPECT,
