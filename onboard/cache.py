@@ -30,11 +30,12 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def write_json(path: Path, data: dict[str, Any], *, compact: bool = False) -> None:
     """Replace the file atomically (readers never see half a file); errors are ignored."""
+    from onboard import files
+
+    separators = (",", ":") if compact else None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        separators = (",", ":") if compact else None
-        tmp.write_text(json.dumps(data, separators=separators), encoding="utf-8")
-        os.replace(tmp, path)
+        # Beside the target, removed on any failure (a full disk included).
+        files.write_bytes(path, json.dumps(data, separators=separators).encode(), journal=False)
     except OSError:
         pass

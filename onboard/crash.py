@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import json
 import os
 import platform
-import signal
 import sys
-import threading
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
 import click
 
-from onboard import __version__
+from onboard import __version__, signals
 from onboard.errors import OnboardError
+from onboard.signals import Terminated
+
+__all__ = ["Terminated", "run_cli", "write_crash_log", "state_dir"]
 
 EXIT_OK = 0
 EXIT_FINDING = 1
@@ -45,30 +45,6 @@ def _wants_json(argv: list[str]) -> bool:
     return "--json" in own
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a closed terminal's kill, `timeout`, CI cancelling a job), raised
-    like Ctrl-C so every ``finally`` runs: nothing half-made is left behind."""
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated()
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield  # someone (a test runner, an embedding program) owns SIGTERM
-        return
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _json_error(args: list[str], kind: str, message: str, next_step: str | None, code: int) -> None:
     """With --json, every way out leaves exactly one JSON object on stdout."""
     if _wants_json(args):
@@ -83,10 +59,30 @@ def _usage_next_step(exc: click.ClickException) -> str:
 
 
 def run_cli(cli: click.Command, argv: list[str] | None) -> int:
+    from onboard import proc
+
     args = list(sys.argv[1:] if argv is None else argv)
+    signals.reset()
     try:
-        with _sigterm_as_interrupt():
-            result = cli.main(args=args, prog_name="onboard", standalone_mode=False)
+        with signals.handlers(), proc.reaping():
+            code = _run(cli, args)
+    except BrokenPipeError:
+        code = _closed_pipe()
+    late = signals.late_signal()
+    if late is not None:
+        with contextlib.suppress(OSError):
+            click.echo(
+                "note: an interrupt arrived after the work was complete; nothing was undone.",
+                err=True,
+            )
+    return code
+
+
+def _run(cli: click.Command, args: list[str]) -> int:
+    try:
+        result = cli.main(args=args, prog_name="onboard", standalone_mode=False)
+    except BrokenPipeError:
+        raise
     except OnboardError as exc:
         _report(exc, args)
         return exc.exit_code
@@ -101,18 +97,59 @@ def run_cli(cli: click.Command, argv: list[str] | None) -> int:
         _json_error(args, type(exc).__name__, exc.format_message(), _usage_next_step(exc), code)
         exc.show()
         return code
+    except OSError as exc:
+        situation = _environment_error(exc)
+        if situation is None:
+            return _bug(exc, args)
+        _report(situation, args)
+        return situation.exit_code
     except Exception as exc:  # noqa: BLE001 - the whole point: a bug becomes a log file
-        log = write_crash_log(exc, args)
-        message = (
-            f"onboard hit an unexpected error ({type(exc).__name__}: {exc}). This is a bug in "
-            f"onboard, not in your setup. The traceback and versions are in {log}; please attach "
-            "that file when you report it."
-        )
-        _json_error(args, "Bug", message, None, EXIT_BUG)
-        click.echo(message, err=True)
-        return EXIT_BUG
+        return _bug(exc, args)
     # Commands return their exit status (doctor: 1 when a finding needs action).
     return int(result) if isinstance(result, int) else EXIT_OK
+
+
+# The disk or the permissions of the user's machine, not a bug in onboard: said
+# as one paragraph wherever a command did not already catch it.
+_ENVIRONMENT_ERRNOS = (
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.ENAMETOOLONG,
+)
+
+
+def _environment_error(exc: OSError) -> OnboardError | None:
+    from onboard import files
+
+    if exc.errno not in _ENVIRONMENT_ERRNOS:
+        return None
+    return files.os_error(exc, doing="writing its files")
+
+
+def _closed_pipe() -> int:
+    """``onboard X | head``: the reader has all it wanted, like git and ripgrep
+    end quietly with 0. Point stdout at /dev/null so the interpreter's final
+    flush does not complain."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_OK
+
+
+def _bug(exc: BaseException, args: list[str]) -> int:
+    log = write_crash_log(exc, args)
+    message = (
+        f"onboard hit an unexpected error ({type(exc).__name__}: {exc}). This is a bug in "
+        f"onboard, not in your setup. The traceback and versions are in {log}; please attach "
+        "that file when you report it."
+    )
+    _json_error(args, "Bug", message, None, EXIT_BUG)
+    click.echo(message, err=True)
+    return EXIT_BUG
 
 
 def _report(exc: OnboardError, args: list[str]) -> None:

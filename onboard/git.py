@@ -13,8 +13,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from onboard import proc
+from onboard import proc, signals
 from onboard.errors import BadInput, OnboardError
 
 
@@ -27,18 +28,23 @@ def git(
     what: str | None = None,
     next_step: str | None = None,
 ) -> proc.Result:
+    """One git command, run whole: Ctrl-C and SIGTERM wait until it ends
+    (``signals.critical``), because a git killed halfway through a checkout
+    leaves ``index.lock`` and a half-written tree. Network commands that can
+    hang go through ``proc.stream`` with an idle timeout instead."""
     argv: list[str] = ["git"]
     if repo is not None:
         argv += ["-C", os.fspath(repo)]
     argv += list(args)
-    return proc.run(
-        argv,
-        check=check,
-        timeout=timeout,
-        extra_env=extra_env,
-        what=what or f"`git {args[0] if args else ''}`",
-        next_step=next_step,
-    )
+    with signals.critical():
+        return proc.run(
+            argv,
+            check=check,
+            timeout=timeout,
+            extra_env=extra_env,
+            what=what or f"`git {args[0] if args else ''}`",
+            next_step=next_step,
+        )
 
 
 def out(repo: str | os.PathLike[str] | None, *args: str, **kwargs: object) -> str:
@@ -620,6 +626,60 @@ def status_v2(
     return head, paths
 
 
+# --- transactions (onboard/transaction.py) ---
+
+
+def snapshot(repo: str | os.PathLike[str]) -> dict[str, Any]:
+    """HEAD (branch or detached sha), every ref and every stash entry."""
+    refs: dict[str, str] = {}
+    for line in out(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines():
+        name, _, sha = line.partition(" ")
+        if name and sha and name != "refs/stash":  # the stash's entries are listed below
+            refs[name] = sha
+    stash = git(repo, "log", "-g", "--format=%H", "refs/stash", check=False)
+    return {
+        "branch": current_branch(repo),
+        "head": head_sha(repo),
+        "refs": refs,
+        "stash": stash.stdout.split() if stash.ok else [],
+    }
+
+
+def ref_value(repo: str | os.PathLike[str], ref: str) -> str | None:
+    result = git(repo, "rev-parse", "--verify", "-q", ref, check=False)
+    return result.stdout.strip() or None
+
+
+def update_ref(repo: str | os.PathLike[str], ref: str, new: str, *, old: str | None = None) -> None:
+    """Point ``ref`` at ``new``; with ``old``, only if it is there now (all zeros: absent)."""
+    args = ["update-ref", "-m", "onboard", ref, new] + ([old] if old is not None else [])
+    git(repo, *args, what=f"updating {ref}")
+
+
+def delete_ref(repo: str | os.PathLike[str], ref: str, old: str) -> None:
+    """Delete ``ref`` only while it still points at ``old``."""
+    git(repo, "update-ref", "-d", ref, old, what=f"deleting {ref}")
+
+
+def checkout_force(repo: str | os.PathLike[str], target: str, *, detach: bool) -> None:
+    """Back to ``target`` with index and tracked files as committed there."""
+    args = ["checkout", "-q", "-f"] + (["--detach"] if detach else []) + [target]
+    git(repo, *args, timeout=None, what=f"switching back to {target[:40]}")
+
+
+def checkout_detached_safe(repo: str | os.PathLike[str], rev: str) -> None:
+    """``git checkout --detach REV`` without -f: git refuses rather than overwrite."""
+    git(repo, "checkout", "-q", "--detach", rev, timeout=600, what=f"Checking out {rev[:12]}")
+
+
+def merge_ff_only(repo: str | os.PathLike[str], rev: str) -> None:
+    git(repo, "merge", "-q", "--ff-only", rev, timeout=600, what=f"Fast-forwarding to {rev[:12]}")
+
+
+def stash_store(repo: str | os.PathLike[str], sha: str) -> None:
+    git(repo, "stash", "store", "-m", "restored by onboard", sha, what="restoring a stash entry")
+
+
 # --- new-op ---
 
 
@@ -637,42 +697,24 @@ def stage_paths(repo: str | os.PathLike[str], paths: Sequence[str]) -> None:
     git(repo, "add", "--", *paths, what="staging the scaffold")
 
 
-def commit_staged(repo: str | os.PathLike[str], message: str) -> str:
-    """Commit the index; a checkout without a configured identity gets onboard's."""
-    extra: dict[str, str] = {}
-    if not out(repo, "config", "user.email", check=False):
-        extra = {
-            "GIT_AUTHOR_NAME": "onboard",
-            "GIT_AUTHOR_EMAIL": "onboard@localhost",
-            "GIT_COMMITTER_NAME": "onboard",
-            "GIT_COMMITTER_EMAIL": "onboard@localhost",
-        }
-    git(
-        repo,
-        "commit",
-        "-q",
-        "--no-verify",
-        "-m",
-        message,
-        extra_env=extra,
-        what="committing the scaffold",
-    )
-    sha = head_sha(repo)
-    assert sha is not None
-    return sha
+def _identity_env(repo: str | os.PathLike[str]) -> dict[str, str]:
+    """onboard's identity for a checkout that has none configured."""
+    if out(repo, "config", "user.email", check=False):
+        return {}
+    return {
+        "GIT_AUTHOR_NAME": "onboard",
+        "GIT_AUTHOR_EMAIL": "onboard@localhost",
+        "GIT_COMMITTER_NAME": "onboard",
+        "GIT_COMMITTER_EMAIL": "onboard@localhost",
+    }
 
 
-def restore_checkout(repo: str | os.PathLike[str], branch: str | None, sha: str | None) -> None:
-    """Back to ``branch`` (or the detached ``sha``) with index and tracked files as committed."""
-    if branch:
-        git(repo, "checkout", "-q", "-f", branch, what=f"switching back to {branch}")
-    elif sha:
-        git(repo, "checkout", "-q", "-f", "--detach", sha, what=f"switching back to {sha[:12]}")
-    git(repo, "reset", "-q", what="resetting the index")
-
-
-def delete_branch(repo: str | os.PathLike[str], branch: str) -> None:
-    git(repo, "branch", "-q", "-D", branch, check=False)
+def commit_index(repo: str | os.PathLike[str], message: str) -> str:
+    """A commit of the index on top of HEAD, without moving any ref (the caller does)."""
+    tree = out(repo, "write-tree", what="writing the index as a tree")
+    parent = head_sha(repo)
+    args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
+    return out(repo, *args, extra_env=_identity_env(repo), what="committing the scaffold")
 
 
 def tracked_changes(repo: str | os.PathLike[str]) -> list[str]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onboard import files
+
 NAME_PREFIX = "onboard: "
 DEBUGPY_NAME = "onboard: Python file (debugpy, steps into torch)"
 CPPDBG_NAME = "onboard: C++ attach to Python (gdb)"
@@ -134,9 +136,9 @@ def _free_backup(path: Path) -> Path:
 
 def write_merged(path: Path, merge: Any, fresh: dict[str, Any]) -> FileAction:
     """Create ``path`` from ``fresh``, or merge into the user's file with ``merge``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(path.parent)
     if not path.exists():
-        path.write_text(_dump(fresh), encoding="utf-8")
+        files.write_text(path, _dump(fresh))
         return FileAction(path, "created")
     original = path.read_text(encoding="utf-8", errors="replace")
     try:
@@ -145,7 +147,7 @@ def write_merged(path: Path, merge: Any, fresh: dict[str, Any]) -> FileAction:
             raise ValueError("the top level is not an object")
     except Exception as exc:  # noqa: BLE001 - json5 raises ValueError and others
         side = path.with_name(f"{path.stem}.onboard{path.suffix}")
-        side.write_text(_dump(fresh), encoding="utf-8")
+        files.write_text(side, _dump(fresh))
         return FileAction(
             side,
             "side-file",
@@ -158,8 +160,8 @@ def write_merged(path: Path, merge: Any, fresh: dict[str, Any]) -> FileAction:
     if text == original:
         return FileAction(path, "unchanged")
     backup = _free_backup(path)
-    backup.write_text(original, encoding="utf-8")
-    path.write_text(text, encoding="utf-8")
+    files.write_text(backup, original)
+    files.write_text(path, text)
     return FileAction(
         path,
         "merged",

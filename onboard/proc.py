@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from onboard import signals
 from onboard.errors import OnboardError, ProcError, ProcTimeout
 
 # Never let git (or ssh under it) stop to ask for a password: a hidden prompt
@@ -36,6 +38,73 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+
+# Every process onboard starts carries this run's token in its environment, and
+# so does everything those processes start (compilers under a compile child,
+# nox's sessions, a repro's workers), including those that leave the process
+# group onboard kills. At the end of the run, ``reaping`` stops any of them
+# still alive: nothing onboard started outlives it.
+RUN_ENV = "ONBOARD_RUN"
+# How long a stopped child gets to clean up (SIGTERM) before SIGKILL.
+GRACE_SECONDS = 2.0
+_started = [0]  # children started in this process (0: nothing to reap)
+
+
+@contextlib.contextmanager
+def reaping() -> Iterator[None]:
+    """Stop, when the block ends, every process started under it that still runs."""
+    if os.environ.get(RUN_ENV):
+        yield  # an onboard further up (the one that started us) reaps for both
+        return
+    token = secrets.token_hex(8)
+    os.environ[RUN_ENV] = token
+    started = _started[0]
+    try:
+        yield
+    finally:
+        os.environ.pop(RUN_ENV, None)
+        if _started[0] != started:
+            kill_marked(token)
+
+
+def marked(token: str) -> list[int]:
+    """Pids of live processes whose environment carries ``token`` (Linux /proc)."""
+    needle = f"{RUN_ENV}={token}".encode()
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []  # no /proc (macOS): process-group kills are all there is
+    me = os.getpid()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue  # gone, or not ours
+        if needle + b"\0" in env or env.endswith(needle):
+            pids.append(int(entry))
+    return pids
+
+
+def kill_marked(token: str) -> list[int]:
+    """SIGKILL every live process carrying ``token``; returns their pids."""
+    killed = []
+    for _ in range(5):  # a dying parent may start no one new, but be sure
+        pids = marked(token)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.05)
+    return killed
 
 
 def environ(extra: Mapping[str, str] | None = None, *, drop: Sequence[str] = ()) -> dict[str, str]:
@@ -99,10 +168,11 @@ def run(
     """
     binary = isinstance(input, bytes)
     argv = [os.fspath(a) for a in args]
-    full_env = dict(env) if env is not None else environ()
+    full_env = _marked_env(dict(env) if env is not None else environ())
     if extra_env:
         full_env.update(extra_env)
     start = time.monotonic()
+    _started[0] += 1
     try:
         proc = subprocess.Popen(
             argv,
@@ -167,11 +237,12 @@ def stream(
     """
     argv = [os.fspath(a) for a in args]
     deadline = None if timeout is None else time.monotonic() + timeout
+    _started[0] += 1
     try:
         proc = subprocess.Popen(
             argv,
             cwd=os.fspath(cwd) if cwd is not None else None,
-            env=dict(env) if env is not None else environ(),
+            env=_marked_env(dict(env) if env is not None else environ()),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -252,14 +323,27 @@ class _Watchdog(threading.Thread):
             return
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    # The child runs in its own session, so this also stops what it started
-    # (git's helpers, a repro's workers).
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+def _marked_env(env: dict[str, str]) -> dict[str, str]:
+    token = os.environ.get(RUN_ENV)
+    if token:
+        env[RUN_ENV] = token
+    return env
+
+
+def _kill_group(proc: subprocess.Popen[str], *, grace: float | None = None) -> None:
+    """Stop the child and everything in its process group: SIGTERM, so it can
+    stop its own children and remove its temporary files, then SIGKILL after
+    ``grace`` seconds. The group is killed even when the leader has already
+    exited (its children may still run)."""
+    grace = GRACE_SECONDS if grace is None else grace
+    with signals.critical():  # a second Ctrl-C must not leave the group half-stopped
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _text(out: str | bytes | None, err: str | bytes | None) -> tuple[str, str]:

@@ -88,11 +88,11 @@ class Workspace:
 
 
 def save(ws: Workspace) -> Path:
+    from onboard import files
+
     data = ws.to_json()
     data.pop("root")
-    tmp = ws.config_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, ws.config_path)
+    files.write_text(ws.config_path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return ws.config_path
 
 

@@ -237,17 +237,19 @@ def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
     assert names == ["My script", ide.DEBUGPY_NAME, ide.CPPDBG_NAME]
     assert git.status_porcelain(copy / "pytorch") == []  # backups stay out of git status
 
-    # 3. A dirty tree that setup would rebuild (it no longer matches the installed
-    #    torch) is left exactly as it is.
+    # 3. The user's own commit on `reference` and a dirty tree: torch did not change,
+    #    so nothing is rebuilt and nothing of theirs is touched (exit 0).
     edited = copy / "pytorch/torch/nn/functional.py"
     edited.write_text(edited.read_text() + "\n# my change\n")
-    git.git(copy / "pytorch", "commit", "-q", "--amend", "--allow-empty", "-m", "not yours")
-    config = (copy / "onboard.json").read_text()
-    with pytest.raises(OnboardError, match="local changes") as info:
-        setup(copy, from_wheel=True)
-    assert "stash" in (info.value.next_step or "")
+    onboards = git.head_sha(copy / "pytorch")
+    git.git(copy / "pytorch", "commit", "-q", "--amend", "--allow-empty", "-m", "mine")
+    mine = git.head_sha(copy / "pytorch")
+    again = setup(copy, from_wheel=True)
+    assert again.state == "unchanged" and again.ok
+    assert again.reference is not None and again.reference["commit"] == onboards
+    assert any("your work, left as it is" in n for n in again.notes)
+    assert git.head_sha(copy / "pytorch") == mine
     assert edited.read_text().endswith("# my change\n")
-    assert (copy / "onboard.json").read_text() == config
 
 
 @pytest.mark.slow
@@ -439,8 +441,8 @@ def test_unwritable_destination_is_bad_input_and_leaves_nothing(
 
     from onboard.workflows import setup as setup_mod
 
-    def read_only(parent: Path, prefix: str) -> Path:
-        raise OSError(errno.EROFS, "Read-only file system", str(parent / prefix))
+    def read_only(parent: Path, name: str) -> Path:
+        raise OSError(errno.EROFS, "Read-only file system", str(parent / name))
 
     monkeypatch.setattr(setup_mod, "_new_staging", read_only)
     dest = tmp_path / "a" / "b" / "ws"

@@ -159,13 +159,16 @@ def test_dirty_checkout_is_never_touched(served: tuple[RepoInfo, str], tmp_path:
     edited = dest / "pytorch/torch/nn/functional.py"
     edited.write_text("# my work in progress\n")
     (dest / "pytorch/my_notes.txt").write_text("untracked, also mine\n")
-    config = (dest / "onboard.json").read_text()
-    with pytest.raises(OnboardError, match="local changes") as info:
-        setup(dest, remote=url, commit=repo.commits[12])
-    assert "stash" in (info.value.next_step or "")
+    again = setup(dest, remote=url, commit=repo.commits[12])
+    # The new commit is fetched and tagged; HEAD and the user's files stay.
+    assert again.ok and again.commit == repo.commits[12]
     assert git.head_sha(dest / "pytorch") == repo.commits[3]
     assert edited.read_text() == "# my work in progress\n"
-    assert (dest / "onboard.json").read_text() == config
+    assert (dest / "pytorch/my_notes.txt").read_text() == "untracked, also mine\n"
+    note = next(n for n in again.notes if "HEAD stays" in n)
+    tag = f"onboard/commit-{repo.commits[12][:12]}"
+    assert "uncommitted changes" in note and f"checkout --detach {tag}" in note
+    assert git.rev_parse(dest / "pytorch", tag) == repo.commits[12]
 
 
 def test_switching_kind_is_refused(served: tuple[RepoInfo, str], tmp_path: Path) -> None:

@@ -178,15 +178,49 @@ def make_checkout(
     reporter: Reporter,
     stats: FetchStats,
 ) -> tuple[str, list[str], list[str]]:
-    """Fetch ``target`` into ``repo`` (new or resumed) and check it out detached.
+    """Fetch ``target`` into a new repository ``repo`` and check it out detached.
 
     Returns (the checked-out sha, notes, problems); a submodule that fails is a
     problem, not an error: the main checkout is complete and worth keeping.
     """
-    notes: list[str] = []
     if not (repo / ".git").exists():
         reporter.step(f"creating a repository at {repo}")
         git.init_repo(repo)
+    sha, notes = fetch_target(
+        repo,
+        remote=remote,
+        target=target,
+        nightly=nightly,
+        reference=reference,
+        fetch_timeout=fetch_timeout,
+        reporter=reporter,
+        stats=stats,
+    )
+    reporter.step(f"checking out {sha[:12]}")
+    git.checkout_detached(repo, sha)
+    problems: list[str] = []
+    if with_submodules:
+        sub_notes, problems = update_submodules(
+            repo, fetch_timeout=fetch_timeout, reporter=reporter
+        )
+        notes += sub_notes
+    return sha, notes, problems
+
+
+def fetch_target(
+    repo: Path,
+    *,
+    remote: str,
+    target: str,
+    nightly: bool,
+    reference: Path | None,
+    fetch_timeout: float,
+    reporter: Reporter,
+    stats: FetchStats,
+) -> tuple[str, list[str]]:
+    """Fetch ``target`` (a nightly's main commit, for a nightly) into ``repo``
+    without moving HEAD or any branch; returns (its sha, notes)."""
+    notes: list[str] = []
     if git.remote_url(repo) is None:
         git.add_remote(repo, "origin", remote)
     if reference is not None:
@@ -210,15 +244,7 @@ def make_checkout(
                 f"the nightly commit {target[:12]} has no '(<main sha>)' in its subject; "
                 "checked out the nightly commit itself"
             )
-    reporter.step(f"checking out {sha[:12]}")
-    git.checkout_detached(repo, sha)
-    problems: list[str] = []
-    if with_submodules:
-        sub_notes, problems = update_submodules(
-            repo, fetch_timeout=fetch_timeout, reporter=reporter
-        )
-        notes += sub_notes
-    return sha, notes, problems
+    return sha, notes
 
 
 def update_submodules(

@@ -166,18 +166,29 @@ def commit_message(torch_version: str, commit: str | None, tree: TreePlan) -> st
     )
 
 
-def fast_import_stream(tree: TreePlan, message: str, extra: dict[str, bytes]) -> bytes:
-    """One ``git fast-import`` stream: every blob inline, then one commit."""
+def fast_import_stream(
+    tree: TreePlan,
+    message: str,
+    extra: dict[str, bytes],
+    *,
+    ref: str = BRANCH,
+    parent: str | None = None,
+) -> bytes:
+    """One ``git fast-import`` stream: every blob inline, then one commit on
+    ``ref`` (a child of ``parent`` holding exactly this tree, when given)."""
     chunks: list[bytes] = []
     msg = message.encode()
     chunks.append(
-        f"commit {BRANCH}\n"
+        f"commit {ref}\n"
         f"author {IDENTITY} {FIXED_DATE}\n"
         f"committer {IDENTITY} {FIXED_DATE}\n"
         f"data {len(msg)}\n".encode()
     )
     chunks.append(msg)
     chunks.append(b"\n")
+    if parent:
+        # The new tree replaces the parent's whole: files the new wheel dropped go.
+        chunks.append(f"from {parent}\ndeleteall\n".encode())
     for dest in sorted({*tree.files, *extra}):
         if dest in extra:
             data = extra[dest]
@@ -227,6 +238,40 @@ def build(
     git.fast_import(dest, stream)
     git.checkout_branch(dest, BRANCH.removeprefix("refs/heads/"))
     sha = git.head_sha(dest)
+    assert sha is not None
+    return sha
+
+
+NEXT_REF = "refs/onboard/reference-next"
+
+
+def tag_name(torch_version: str) -> str:
+    """The tag that keeps each reference commit once a newer torch replaces it."""
+    return f"onboard/reference-{torch_version}"
+
+
+def add_commit(
+    repo: Path,
+    tree: TreePlan,
+    *,
+    torch_version: str,
+    commit: str | None,
+    version_txt: str,
+    parent: str | None,
+) -> str:
+    """Write a new reference commit, child of ``parent``, into an existing
+    repository on ``NEXT_REF`` (no branch moves, no file in the work tree
+    changes); returns its sha."""
+    message = commit_message(torch_version, commit, tree)
+    stream = fast_import_stream(
+        tree,
+        message,
+        {"version.txt": (version_txt + "\n").encode()},
+        ref=NEXT_REF,
+        parent=parent,
+    )
+    git.fast_import(repo, stream)
+    sha = git.ref_value(repo, NEXT_REF)
     assert sha is not None
     return sha
 

@@ -21,10 +21,8 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,7 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import git, ide, torchenv, workspace
+from onboard import files, git, ide, lock, signals, staging, torchenv, transaction, workspace
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows import checkout as checkout_mod
@@ -194,7 +192,10 @@ def setup(
     with_submodules: bool = False,
     fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
     reporter: Reporter | None = None,
+    final: bool = True,
 ) -> SetupResult:
+    """``final``: setup is the whole command (not followed by a build), so a
+    signal after the workspace is complete no longer undoes it."""
     started = time.monotonic()
     reporter = reporter or Reporter()
     root = Path(dest).expanduser().absolute()
@@ -206,6 +207,12 @@ def setup(
         )
     if fetch_timeout <= 0:
         raise BadInput("--fetch-timeout must be a positive number of seconds.")
+    if not str(dest).strip():
+        raise BadInput(
+            "The workspace folder is an empty name (an unset variable such as `$WS`?); onboard "
+            "will not turn the current folder into a workspace by accident.",
+            next_step="Name the folder: `onboard setup ~/pt-ws --from-wheel`.",
+        )
     existing = _existing_workspace(root)
     ref_path = _reference_clone(reference) if reference else None
     remote_url = _normalize_remote(remote) if not from_wheel else None
@@ -225,6 +232,7 @@ def setup(
             with_submodules=with_submodules,
             fetch_timeout=fetch_timeout,
             reporter=reporter,
+            final=final,
         )
         if plan.wheel is None:
             plan.env  # noqa: B018 - no torch found: the probe says why, before any work
@@ -359,6 +367,7 @@ class _Plan:
     with_submodules: bool
     fetch_timeout: float
     reporter: Reporter
+    final: bool = True
 
     @cached_property
     def env(self) -> torchenv.TorchEnv:
@@ -406,24 +415,59 @@ class _Plan:
         made: list[Path] = []
         try:
             made = _make_parents(parent)
-            staging = _new_staging(parent, f".{self.root.name}.onboard-partial-")
         except OSError as exc:
-            _remove_empty(made)
             raise self._unwritable(exc) from exc
         try:
-            result = self._build(staging, target, tree, state="created")
-            result.disk = disk
-            try:
-                if self.root.exists():
-                    self.root.rmdir()  # empty (checked above); rename needs the name free
-                os.rename(staging, self.root)
-            except OSError as exc:
-                raise self._unwritable(exc) from exc
+            # Two `onboard setup` runs making the same folder: one waits for the other.
+            with lock.acquire(
+                parent / f".{self.root.name}.onboard-lock",
+                command=f"setup {self.root}",
+                what=str(self.root),
+                remove_on_release=True,
+            ):
+                existing = _existing_workspace(self.root)
+                if existing is not None:  # the other run made it meanwhile
+                    return self.resume(existing)
+                result = self._create_in_staging(parent, target, tree)
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
             _remove_empty(made)
             raise
+        result.disk = disk
         result.actions.append(f"workspace moved into place at {self.root}")
+        return result
+
+    def _create_in_staging(
+        self,
+        parent: Path,
+        target: tuple[str, str, str | None, bool] | None,
+        tree: reference_tree.TreePlan | None,
+    ) -> SetupResult:
+        """Build the workspace in a hidden sibling folder, then rename it into place."""
+        for stale in staging.sweep(parent, self.root.name):
+            self.reporter.step(f"removed {stale.name}, left by an onboard setup that was killed")
+        try:
+            st = _new_staging(parent, self.root.name)
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
+        placed = False
+        try:
+            result = self._build(st.path, target, tree, state="created")
+            with signals.critical():  # the rename is the commit point: whole or not at all
+                try:
+                    if self.root.exists():
+                        self.root.rmdir()  # empty (checked above); rename needs the name free
+                    os.rename(st.path, self.root)
+                except OSError as exc:
+                    raise self._unwritable(exc) from exc
+                placed = True
+                st.placed(self.root)
+                if self.final:
+                    signals.work_complete()
+        except BaseException:
+            if not placed:
+                shutil.rmtree(st.path, ignore_errors=True)
+            st.release()
+            raise
         return result
 
     def _unwritable(self, exc: OSError) -> OnboardError:
@@ -533,6 +577,7 @@ class _Plan:
             "bytes": tree.total_bytes,
             "generated_headers": tree.generated,
             "vendored_includes": list(tree.vendored),
+            "commit": head,
         }
         result.actions.append(
             f"reference tree committed as {head[:12]} ({len(tree.files) + 1} files)"
@@ -604,9 +649,7 @@ class _Plan:
         if git.add_exclude(repo, "/.vscode/"):
             result.actions.append("added /.vscode/ to .git/info/exclude (kept out of git status)")
         gdb_path = at / GDB_FILE
-        gdb_path.write_text(
-            ide.gdb_script(prefix, final_checkout, self.root / GDB_FILE), encoding="utf-8"
-        )
+        files.write_text(gdb_path, ide.gdb_script(prefix, final_checkout, self.root / GDB_FILE))
         result.gdb_file = self.root / GDB_FILE
         result.noxfile = self.root / NOXFILE
         result.actions += _write_noxfile(at / NOXFILE, self.root, result)
@@ -644,127 +687,46 @@ class _Plan:
     # -- an existing workspace -------------------------------------------------
 
     def resume(self, old: workspace.Workspace) -> SetupResult:
-        if old.checkout_kind != self.kind:
-            have = "a reference tree (--from-wheel)" if old.is_reference else "a git checkout"
-            again = "onboard setup NEW_DIR" + (" --from-wheel" if self.from_wheel else "")
-            raise BadInput(
-                f"{self.root} already holds {have}; onboard does not switch a workspace "
-                "between a checkout and a reference tree.",
-                next_step=f"Run `{again}` for a new workspace, or `{old.setup_command}` "
-                "to refresh this one.",
-            )
-        repo = old.root / old.checkout
-        if old.checkout != CHECKOUT_DIR:
-            raise OnboardError(
-                f"{old.config_path} names the checkout {old.checkout!r}; this onboard expects "
-                f"{CHECKOUT_DIR!r}.",
-                next_step="Set up a new workspace with `onboard setup NEW_DIR`.",
-            )
-        if not (repo / ".git").exists():
-            # The checkout is gone (or never finished): make it again, in staging.
-            self.reporter.step(f"{repo} is missing: making it again")
-            return self._rebuild_checkout(old, state="resumed")
-        if self.from_wheel:
-            return self._resume_reference(old, repo)
-        return self._resume_clone(old, repo)
+        from onboard.workflows import resume
 
-    def _rebuild_checkout(self, old: workspace.Workspace, *, state: str) -> SetupResult:
+        return resume.resume(self, old, CHECKOUT_DIR)
+
+    def rebuild_checkout(
+        self, old: workspace.Workspace, tx: transaction.Transaction
+    ) -> SetupResult:
+        """Make a missing checkout again (nothing of the user's is there to keep)."""
         target = self.target() if not self.from_wheel else None
         tree = self._tree_plan() if self.from_wheel else None
         disk = self._disk(tree)
-        staging = Path(tempfile.mkdtemp(prefix=".onboard-partial-", dir=old.root))
+        for stale in staging.sweep(old.root, CHECKOUT_DIR):
+            self.reporter.step(f"removed {stale.name}, left by an onboard setup that was killed")
+        st = _new_staging(old.root, CHECKOUT_DIR)
         repo = old.root / CHECKOUT_DIR
         try:
             if tree is not None:
-                result = self._make_reference(staging / CHECKOUT_DIR, tree, state)
+                result = self._make_reference(st.path / CHECKOUT_DIR, tree, "resumed")
             else:
                 assert target is not None
-                result = self._result(state)
-                self._make_clone(staging / CHECKOUT_DIR, target, result)
+                result = self._result("resumed")
+                self._make_clone(st.path / CHECKOUT_DIR, target, result)
             result.disk = disk
-            displaced = None
-            if repo.exists():
-                # Keep the user's .vscode files; the old tree goes only after the swap.
-                if (repo / ".vscode").exists() and not (
-                    staging / CHECKOUT_DIR / ".vscode"
-                ).exists():
-                    shutil.move(str(repo / ".vscode"), str(staging / CHECKOUT_DIR / ".vscode"))
-                displaced = staging.with_name(staging.name + "-old")
-                os.rename(repo, displaced)
-            os.rename(staging / CHECKOUT_DIR, repo)
-            if displaced is not None:
-                shutil.rmtree(displaced, ignore_errors=True)
+            with signals.critical():
+                tx.created_tree(repo)
+                if repo.exists():
+                    repo.rmdir()  # an empty folder (resume refuses one with files)
+                os.rename(st.path / CHECKOUT_DIR, repo)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(st.path, ignore_errors=True)
+            st.release()
         self._finish(old.root, result)
         return result
 
-    def _dirty(self, repo: Path, head: str | None, wanted: str) -> None:
-        changes = git.status_porcelain(repo, untracked=True)
-        if changes:
-            raise OnboardError(
-                f"The checkout {repo} has local changes ({len(changes)} paths, e.g. "
-                f"{changes[0].strip()}), so onboard left it exactly as it is (at "
-                f"{(head or 'no commit')[:12]}); it would need {wanted[:12]}.",
-                next_step=f"Commit or stash them (`git -C {repo} stash -u`) and run "
-                f"`onboard setup {self.root}` again, or set up a new workspace: "
-                "`onboard setup NEW_DIR`.",
-            )
-
-    def _resume_clone(self, old: workspace.Workspace, repo: Path) -> SetupResult:
-        what, kind, tag, nightly = self.target()
-        head = git.head_sha(repo)
-        same = head is not None and (
-            head == what
-            or (old.extra.get("target") == (self.commit_arg or what) and head == old.commit)
+    def update_submodules(self, repo: Path, result: SetupResult) -> None:
+        notes, problems = checkout_mod.update_submodules(
+            repo, fetch_timeout=self.fetch_timeout, reporter=self.reporter
         )
-        if same:
-            self.reporter.step(
-                f"{repo} is already at {head[:12] if head else ''}: checking the files"
-            )
-            result = self._result("unchanged")
-            result.commit, result.commit_kind, result.tag, result.head = head, kind, tag, head
-            result.remote = git.remote_url(repo) or self.remote
-            result.notes += [n for n in old.notes if n not in result.notes]
-            result.actions.append("checkout kept as it is")
-            if self.with_submodules:
-                notes, problems = checkout_mod.update_submodules(
-                    repo, fetch_timeout=self.fetch_timeout, reporter=self.reporter
-                )
-                result.notes += notes
-                result.problems += problems
-            self._finish(old.root, result)
-            return result
-        self._dirty(repo, head, what)
-        if self.remote and git.remote_url(repo) not in (None, self.remote):
-            git.git(repo, "remote", "set-url", "origin", self.remote)
-        result = self._result("resumed")
-        result.disk = self._disk(None)
-        self._make_clone(repo, (what, kind, tag, nightly), result)
-        self._finish(old.root, result)
-        return result
-
-    def _resume_reference(self, old: workspace.Workspace, repo: Path) -> SetupResult:
-        assert self.env.torch is not None
-        head = git.head_sha(repo)
-        found = reference_tree.trailers(git.commit_message(repo)) if head else {}
-        same = found.get("Onboard-Torch-Version") == self.env.torch.version and found.get(
-            "Onboard-Torch-Commit"
-        ) == (self.env.commit.sha or "unknown")
-        if same:
-            self.reporter.step(f"{repo} already matches torch {self.env.torch.version}")
-            result = self._result("unchanged")
-            result.head = head
-            result.reference = old.extra.get("reference")
-            result.actions.append("reference tree kept as it is")
-            result.notes += [n for n in old.notes if n not in result.notes]
-            self._finish(old.root, result)
-            return result
-        self._dirty(repo, head, self.env.commit.sha or self.env.torch.version)
-        self.reporter.step(
-            f"the installed torch is now {self.env.torch.version}: rebuilding the reference tree"
-        )
-        return self._rebuild_checkout(old, state="resumed")
+        result.notes += notes
+        result.problems += problems
 
 
 def _make_parents(folder: Path) -> list[Path]:
@@ -793,17 +755,8 @@ def _remove_empty(made: list[Path]) -> None:
             break
 
 
-def _new_staging(parent: Path, prefix: str) -> Path:
-    """A fresh hidden folder in ``parent``; unlike ``tempfile.mkdtemp`` (mode 0700)
-    it gets the user's umask, since it becomes the workspace itself."""
-    for _ in range(100):
-        path = parent / f"{prefix}{secrets.token_hex(4)}"
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(errno.EEXIST, "no free staging name", str(parent / prefix))
+def _new_staging(parent: Path, name: str) -> staging.Staging:
+    return staging.make(parent, name)
 
 
 def _relocate(path: Path, at: Path, root: Path) -> Path:
@@ -830,10 +783,10 @@ def _write_noxfile(path: Path, root: Path, result: SetupResult) -> list[str]:
         ours = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         if code != ours:
             backup = ide._free_backup(path)
-            backup.write_text(old, encoding="utf-8")
-            path.write_text(text, encoding="utf-8")
+            files.write_text(backup, old)
+            files.write_text(path, text)
             return [f"noxfile.py had your changes: backed up to {backup.name}, then regenerated"]
-    path.write_text(text, encoding="utf-8")
+    files.write_text(path, text)
     return ["wrote noxfile.py (sessions from onboard.tasks.workspace)"]
 
 

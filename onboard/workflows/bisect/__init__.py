@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from onboard import git, workspace
+from onboard import git, transaction, workspace
 from onboard.cache import cache_dir
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
@@ -393,7 +393,18 @@ def _commit_level(
     guard = RepoGuard(
         repo, original, reporter, log_path, resync_submodules=lambda: builder.synced_submodules
     )
-    with guard:
+    # One writer at a time in the repository; the transaction's audit also
+    # proves that every ref and stash entry of the user's is where it was.
+    with (
+        transaction.begin(
+            transaction.scope_for_repo(repo),
+            command="bisect",
+            what=f"the repository {repo}",
+            reporter=reporter,
+        ) as tx,
+        guard,
+    ):
+        tx.watch(repo)
         bisector = CommitBisector(
             repo, runner, builder, reporter, guard, repeat, first_parent, terms, gpu_why
         )

@@ -16,23 +16,20 @@ at once (``proc`` kills their whole process group).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
-import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from onboard import git
+from onboard import git, signals
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.signals import Terminated
 
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so every ``finally`` runs (the CLI exits 130)."""
+__all__ = ["Original", "RepoGuard", "Terminated", "check_startable", "stamp"]
 
 
 @dataclass
@@ -88,62 +85,34 @@ class RepoGuard:
     log_path: Path
     resync_submodules: Any = None  # callable -> bool: were submodules synced?
     saved_log: Path | None = None
-    _depth: int = 0
-    _pending: int | None = None
-    _old: dict[int, Any] = field(default_factory=dict)
+    _signals: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
-    # -- signals --------------------------------------------------------
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        if self._depth > 0:
-            self._pending = signum
-            return
-        self._raise(signum)
-
-    @staticmethod
-    def _raise(signum: int) -> None:
-        if signum == signal.SIGTERM:
-            raise Terminated()
-        raise KeyboardInterrupt()
+    # -- signals (onboard/signals.py: one mechanism for every command) ---
 
     @contextmanager
     def critical(self) -> Iterator[None]:
-        self._depth += 1
-        try:
+        with signals.critical():
             yield
-        finally:
-            self._depth -= 1
-        if self._depth == 0 and self._pending is not None:
-            signum, self._pending = self._pending, None
-            self._raise(signum)
 
     def __enter__(self) -> RepoGuard:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._old[signum] = signal.signal(signum, self._handler)
+        self._signals.enter_context(signals.handlers())
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._depth += 1  # hold every signal back until the tree is restored
         try:
-            problem = self.restore()
+            with signals.critical():  # hold every signal back until the tree is restored
+                problem = self.restore()
+                if self.saved_log is not None:
+                    self.reporter.step(
+                        f"bisect log saved to {self.saved_log} "
+                        f"(replay: git -C {self.repo} bisect replay {self.saved_log})"
+                    )
+                if problem:
+                    if exc_type is None:
+                        raise OnboardError(problem, next_step=self._fix())
+                    self.reporter.step(f"{problem} {self._fix()}")
         finally:
-            for signum, old in self._old.items():
-                signal.signal(signum, old)
-            self._old.clear()
-            self._depth -= 1
-        if self.saved_log is not None:
-            self.reporter.step(
-                f"bisect log saved to {self.saved_log} "
-                f"(replay: git -C {self.repo} bisect replay {self.saved_log})"
-            )
-        if problem:
-            if exc_type is None:
-                raise OnboardError(problem, next_step=self._fix())
-            self.reporter.step(f"{problem} {self._fix()}")
-        if exc_type is None and self._pending is not None:
-            signum, self._pending = self._pending, None
-            self._raise(signum)
+            self._signals.close()
 
     # -- restore --------------------------------------------------------
 

@@ -115,6 +115,7 @@ def scaffold(
     reporter: Reporter | None = None,
 ) -> NewOpResult:
     """Plan the op's files and, unless ``dry_run``, commit them on ``onboard/new-op-NAME``."""
+    from onboard import transaction
     from onboard.workflows.newop import apply, manifest
 
     reporter = reporter or Reporter()
@@ -178,12 +179,17 @@ def scaffold(
     if dry_run:
         result.diff = unified_diff(plan)
     else:
-        reporter.step(f"writing {len(plan.changes)} files on branch {branch}")
-        applied = apply.apply(checkout, plan, branch, commit_message(name, plan), reporter)
+        with transaction.begin(
+            transaction.scope_of(ws.root),
+            command=f"new-op {name}",
+            what=f"the workspace {ws.root}",
+            reporter=reporter,
+        ) as tx:
+            applied = apply.apply(tx, checkout, plan, branch, commit_message(name, plan), reporter)
+            files = {c.role: c.path for c in plan.changes}
+            files["header"] = fam.header
+            manifest.save(ws.root, manifest.Manifest(name, fam, files, branch))
         result.commit = applied.commit
-        files = {c.role: c.path for c in plan.changes}
-        files["header"] = fam.header
-        manifest.save(ws.root, manifest.Manifest(name, fam, files, branch))
         test_file = plan.paths().get("test", f"test/test_{name}.py")
         result.next_steps = [
             f"write the math in {plan.paths().get('CPU kernel')} (and the .cu), and the "

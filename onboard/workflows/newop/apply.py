@@ -1,24 +1,23 @@
 """Write a scaffold on a new branch, all or nothing.
 
 The checkout must have no uncommitted changes to tracked files (they would be
-carried onto the new branch and into the scaffold commit). Any failure,
-Ctrl-C included, switches back to the branch (or detached commit) the user was
-on, deletes the new branch and removes exactly the files and folders this run
-created; tracked files come back from git. Untracked files of the user are
-never touched: a new file that would land on one is refused before anything
-is written.
+carried onto the new branch and into the scaffold commit). Everything runs in
+the caller's workspace transaction (``onboard/transaction.py``): any failure,
+Ctrl-C or SIGTERM included, switches back to the branch (or detached commit)
+the user was on, deletes the new branch and removes exactly the files and
+folders this run created. Untracked files of the user are never touched: a
+new file that would land on one is refused before anything is written.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from onboard import git
+from onboard import files, git
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
+from onboard.transaction import Transaction
 from onboard.workflows.newop.plan import Plan
 
 
@@ -32,8 +31,7 @@ class Applied:
 
 def _write_file(path: Path, text: str) -> None:
     """One file write (a seam: tests inject a failure here)."""
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
+    files.write_text(path, text)
 
 
 def preflight(checkout: Path, plan: Plan, branch: str) -> None:
@@ -72,60 +70,27 @@ def preflight(checkout: Path, plan: Plan, branch: str) -> None:
             )
 
 
-def apply(checkout: Path, plan: Plan, branch: str, message: str, reporter: Reporter) -> Applied:
+def apply(
+    tx: Transaction, checkout: Path, plan: Plan, branch: str, message: str, reporter: Reporter
+) -> Applied:
+    """Commit the scaffold on a new branch inside ``tx`` (which undoes it all on failure)."""
     preflight(checkout, plan, branch)
+    reporter.step(f"writing {len(plan.changes)} files on branch {branch}")
     base_branch = git.current_branch(checkout)
     base_commit = git.head_sha(checkout)
     assert base_commit is not None
-    created_files: list[Path] = []
-    created_dirs: list[Path] = []
-    switched = False
-    try:
-        git.switch_new_branch(checkout, branch)
-        switched = True
-        for change in plan.changes:
-            path = checkout / change.path
-            if change.created:
-                missing = []
-                parent = path.parent
-                while not parent.exists():
-                    missing.append(parent)
-                    parent = parent.parent
-                for folder in reversed(missing):
-                    folder.mkdir()
-                    created_dirs.append(folder)
-                created_files.append(path)
-            reporter.detail(f"{'create' if change.created else 'edit'} {change.path}")
-            _write_file(path, change.after)
-        git.stage_paths(checkout, [c.path for c in plan.changes])
-        commit = git.commit_staged(checkout, message)
-    except BaseException:
-        _rollback(
-            checkout,
-            base_branch,
-            base_commit,
-            branch if switched else None,
-            created_files,
-            created_dirs,
-        )
-        raise
+    tx.watch(checkout)
+    tx.switch_new_branch(checkout, branch)
+    for change in plan.changes:
+        path = checkout / change.path
+        if change.created:
+            files.make_dirs(path.parent)
+        reporter.detail(f"{'create' if change.created else 'edit'} {change.path}")
+        _write_file(path, change.after)
+    git.stage_paths(checkout, [c.path for c in plan.changes])
+    # The commit object first, the branch moved to it second: the journal knows
+    # the new value before the ref holds it, so even a kill in between rolls back.
+    commit = git.commit_index(checkout, message)
+    tx.ref_now_at(checkout, f"refs/heads/{branch}", commit)
+    git.update_ref(checkout, f"refs/heads/{branch}", commit, old=base_commit)
     return Applied(branch, commit, base_branch, base_commit)
-
-
-def _rollback(
-    checkout: Path,
-    base_branch: str | None,
-    base_commit: str,
-    branch: str | None,
-    created_files: list[Path],
-    created_dirs: list[Path],
-) -> None:
-    if branch is not None:
-        git.restore_checkout(checkout, base_branch, base_commit)
-        git.delete_branch(checkout, branch)
-    for path in created_files:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-    for folder in reversed(created_dirs):
-        with contextlib.suppress(OSError):  # not empty: something else was put there
-            folder.rmdir()

@@ -8,11 +8,11 @@ PyTorch files; verify falls back to the defaults when it is missing.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onboard import files
 from onboard.workflows.newop.family import Family, default
 from onboard.workflows.newop.plan import op_files
 
@@ -39,10 +39,8 @@ def folder(ws_root: Path) -> Path:
 
 def save(ws_root: Path, manifest: Manifest) -> Path:
     path = folder(ws_root) / f"{manifest.name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n", "utf-8")
-    os.replace(tmp, path)
+    files.make_dirs(path.parent)
+    files.write_text(path, json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
     return path
 
 

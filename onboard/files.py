@@ -1,0 +1,103 @@
+"""Writing files: whole or not at all, and undoable inside a transaction.
+
+Every file onboard writes for the user (workspace config, IDE files, the
+noxfile, a scaffold, a manifest, caches) goes through ``write_text`` /
+``write_bytes``: the data goes to a temporary file beside the target, which
+replaces the target in one rename, and the temporary file is removed on any
+failure (a full disk included), so a reader never sees half a file and no
+``*.tmp`` is left behind. While a transaction is open (``transaction.py``),
+the write is also journalled, so a rollback restores the file it replaced
+or removes the file it created.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from pathlib import Path
+from typing import Protocol
+
+from onboard.errors import BadInput, OnboardError
+
+
+class Journal(Protocol):
+    """What an open transaction (``transaction.py``) records before a change."""
+
+    def before_write(self, path: Path, data: bytes) -> None: ...
+
+    def make_dirs(self, folder: Path) -> None: ...
+
+
+# The open transaction, if any (innermost last).
+active: list[Journal] = []
+
+# errno values that describe the user's disk or permissions, not a bug.
+READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_bytes(path: Path, data: bytes, *, mode: int | None = None, journal: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; inside a transaction the write
+    is journalled unless ``journal`` is False (caches: rebuilt, never restored)."""
+    path = Path(path)
+    for tx in active[-1:] if journal else []:
+        tx.before_write(path, data)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if mode is not None:
+                os.fchmod(fd, mode)
+            elif path.exists():
+                os.fchmod(fd, path.stat().st_mode & 0o7777)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(path: Path, text: str, *, mode: int | None = None) -> None:
+    write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def make_dirs(folder: Path) -> None:
+    """``mkdir -p`` (journalled inside a transaction: a rollback removes what it made)."""
+    if active:
+        active[-1].make_dirs(Path(folder))
+    else:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+
+
+def os_error(exc: OSError, *, doing: str, next_step: str | None = None) -> OnboardError:
+    """An OSError from the user's disk as one paragraph: read-only or not ours
+    (bad usage, exit 2), full (exit 1), a name too long (exit 2), else exit 1."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    if exc.errno in READ_ONLY:
+        return BadInput(
+            f"onboard cannot write while {doing}: {exc.strerror}{where}.",
+            next_step=next_step
+            or "Make that folder writable (or run as its owner), or work in one you can write.",
+        )
+    if exc.errno in FULL:
+        return OnboardError(
+            f"The disk is full while {doing}: {exc.strerror}{where}; nothing half-written was "
+            "kept.",
+            next_step=next_step or "Free some space on that disk, then run the command again.",
+        )
+    if exc.errno == errno.ENAMETOOLONG:
+        return BadInput(
+            f"A file name is too long for this file system while {doing}{where}.",
+            next_step=next_step or "Use a shorter name or a shorter folder path.",
+        )
+    return OnboardError(
+        f"A file operation failed while {doing}: {exc.strerror or exc}{where}.",
+        next_step=next_step or "Check the path and its permissions, then run the command again.",
+    )
