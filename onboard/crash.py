@@ -92,6 +92,12 @@ def _run(cli: click.Command, args: list[str]) -> int:
         return EXIT_INTERRUPT
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except SystemExit:
+        # Click turns a closed pipe into exit 1 after wrapping stdout; for
+        # onboard (as for git and ripgrep) a reader that stopped is no error.
+        if type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            return _closed_pipe()
+        raise
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_FINDING
         _json_error(args, type(exc).__name__, exc.format_message(), _usage_next_step(exc), code)

@@ -64,8 +64,8 @@ def write_bytes(path: Path, data: bytes, *, mode: int | None = None, journal: bo
         raise
 
 
-def write_text(path: Path, text: str, *, mode: int | None = None) -> None:
-    write_bytes(path, text.encode("utf-8"), mode=mode)
+def write_text(path: Path, text: str, *, mode: int | None = None, journal: bool = True) -> None:
+    write_bytes(path, text.encode("utf-8"), mode=mode, journal=journal)
 
 
 def make_dirs(folder: Path) -> None:

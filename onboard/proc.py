@@ -46,6 +46,10 @@ class Result:
 # group onboard kills. At the end of the run, ``reaping`` stops any of them
 # still alive: nothing onboard started outlives it.
 RUN_ENV = "ONBOARD_RUN"
+# Each child also carries a token of its own: stopping a child stops its
+# descendants that left its process group too (one of them holding our pipe
+# would otherwise keep onboard waiting until it exits).
+CHILD_ENV = "ONBOARD_CHILD"
 # How long a stopped child gets to clean up (SIGTERM) before SIGKILL.
 GRACE_SECONDS = 2.0
 _started = [0]  # children started in this process (0: nothing to reap)
@@ -68,9 +72,9 @@ def reaping() -> Iterator[None]:
             kill_marked(token)
 
 
-def marked(token: str) -> list[int]:
-    """Pids of live processes whose environment carries ``token`` (Linux /proc)."""
-    needle = f"{RUN_ENV}={token}".encode()
+def marked(token: str, *, name: str = RUN_ENV) -> list[int]:
+    """Pids of live processes whose environment has ``name=token`` (Linux /proc)."""
+    needle = f"{name}={token}".encode()
     pids = []
     try:
         entries = os.listdir("/proc")
@@ -90,11 +94,11 @@ def marked(token: str) -> list[int]:
     return pids
 
 
-def kill_marked(token: str) -> list[int]:
-    """SIGKILL every live process carrying ``token``; returns their pids."""
+def kill_marked(token: str, *, name: str = RUN_ENV) -> list[int]:
+    """SIGKILL every live process carrying ``name=token``; returns their pids."""
     killed = []
     for _ in range(5):  # a dying parent may start no one new, but be sure
-        pids = marked(token)
+        pids = marked(token, name=name)
         if not pids:
             break
         for pid in pids:
@@ -171,6 +175,7 @@ def run(
     full_env = _marked_env(dict(env) if env is not None else environ())
     if extra_env:
         full_env.update(extra_env)
+    child = full_env[CHILD_ENV]
     start = time.monotonic()
     _started[0] += 1
     try:
@@ -190,7 +195,7 @@ def run(
     try:
         out, err = _text(*proc.communicate(input=input, timeout=timeout))
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        _kill_group(proc, child)
         out, err = _text(*proc.communicate())
         raise ProcTimeout(
             f"{what or 'The command'} did not finish within {timeout:g} s and was stopped.",
@@ -201,7 +206,7 @@ def run(
             next_step=next_step,
         ) from None
     except BaseException:
-        _kill_group(proc)
+        _kill_group(proc, child)
         raise
     result = Result(tuple(argv), proc.returncode, out or "", err or "", time.monotonic() - start)
     if check and proc.returncode != 0:
@@ -237,12 +242,14 @@ def stream(
     """
     argv = [os.fspath(a) for a in args]
     deadline = None if timeout is None else time.monotonic() + timeout
+    child_env = _marked_env(dict(env) if env is not None else environ())
+    child = child_env[CHILD_ENV]
     _started[0] += 1
     try:
         proc = subprocess.Popen(
             argv,
             cwd=os.fspath(cwd) if cwd is not None else None,
-            env=_marked_env(dict(env) if env is not None else environ()),
+            env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -258,7 +265,7 @@ def stream(
     stopped: list[str] = []
     watchdog = None
     if idle_timeout is not None or deadline is not None:
-        watchdog = _Watchdog(proc, last_output, stopped, deadline, idle_timeout)
+        watchdog = _Watchdog(proc, child, last_output, stopped, deadline, idle_timeout)
         watchdog.start()
     try:
         assert proc.stdout is not None
@@ -269,11 +276,11 @@ def stream(
             on_line(line.rstrip("\n"))
             if deadline is not None and time.monotonic() > deadline:
                 stopped.append(f"did not finish within {timeout:g} s")
-                _kill_group(proc)
+                _kill_group(proc, child)
                 break
         proc.wait()
     except BaseException:
-        _kill_group(proc)
+        _kill_group(proc, child)
         raise
     finally:
         if watchdog is not None:
@@ -297,6 +304,7 @@ class _Watchdog(threading.Thread):
     def __init__(
         self,
         proc: subprocess.Popen[str],
+        child: str,
         last_output: list[float],
         stopped: list[str],
         deadline: float | None,
@@ -304,6 +312,7 @@ class _Watchdog(threading.Thread):
     ) -> None:
         super().__init__(daemon=True)
         self.proc = proc
+        self.child = child
         self.last_output = last_output
         self.stopped = stopped
         self.deadline = deadline
@@ -319,7 +328,7 @@ class _Watchdog(threading.Thread):
                 self.stopped.append(f"printed nothing for {self.idle_timeout:g} s")
             else:
                 continue
-            _kill_group(self.proc)
+            _kill_group(self.proc, self.child)
             return
 
 
@@ -327,14 +336,18 @@ def _marked_env(env: dict[str, str]) -> dict[str, str]:
     token = os.environ.get(RUN_ENV)
     if token:
         env[RUN_ENV] = token
+    env[CHILD_ENV] = secrets.token_hex(6)
     return env
 
 
-def _kill_group(proc: subprocess.Popen[str], *, grace: float | None = None) -> None:
+def _kill_group(
+    proc: subprocess.Popen[str], child: str | None = None, *, grace: float | None = None
+) -> None:
     """Stop the child and everything in its process group: SIGTERM, so it can
     stop its own children and remove its temporary files, then SIGKILL after
     ``grace`` seconds. The group is killed even when the leader has already
-    exited (its children may still run)."""
+    exited (its children may still run), and so is every descendant carrying
+    the ``child`` token that left the group."""
     grace = GRACE_SECONDS if grace is None else grace
     with signals.critical():  # a second Ctrl-C must not leave the group half-stopped
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -344,6 +357,8 @@ def _kill_group(proc: subprocess.Popen[str], *, grace: float | None = None) -> N
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        if child:
+            kill_marked(child, name=CHILD_ENV)
 
 
 def _text(out: str | bytes | None, err: str | bytes | None) -> tuple[str, str]:

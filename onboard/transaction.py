@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -356,6 +357,18 @@ class Transaction:
             self.reporter.step(note)
 
 
+def _make_scope(scope: Path) -> None:
+    """The scope folder, ignoring itself: where a workspace is also a git work
+    tree, onboard's lock and journal never show in ``git status``."""
+    if scope.is_dir():
+        return
+    try:
+        scope.mkdir(parents=True, exist_ok=True)
+        files.write_text(scope / ".gitignore", "*\n", journal=False)
+    except OSError:
+        pass  # lock.acquire says what is wrong with the folder
+
+
 def _recover(scope: Path, reporter: Reporter) -> None:
     """Roll back a run that died without rolling back (SIGKILL, power loss)."""
     path = scope / JOURNAL
@@ -378,6 +391,28 @@ def _recover(scope: Path, reporter: Reporter) -> None:
     tx.rollback()
 
 
+class _StderrReporter(Reporter):
+    def step(self, message: str) -> None:
+        super().step(message)
+        sys.stderr.write(f"> {message}\n")
+
+
+def settle(scope: Path) -> None:
+    """Before a command reads a workspace: if a run died mid-way there (its
+    journal is still on disk), roll it back first, under the lock, so that no
+    command ever plans from half-made state. Costs one ``stat`` otherwise."""
+    if not (scope / JOURNAL).exists():
+        return
+    # Busy or unwritable: the next writer settles it.
+    with (
+        contextlib.suppress(OnboardError),
+        signals.handlers(),
+        lock.acquire(scope / "lock", command="settle"),
+        signals.critical(),
+    ):
+        _recover(scope, _StderrReporter())
+
+
 @contextlib.contextmanager
 def begin(
     scope: Path,
@@ -393,6 +428,7 @@ def begin(
     signal arriving afterwards no longer interrupts it (``signals``)."""
     reporter = reporter or Reporter()
     scope = Path(os.path.abspath(scope))
+    _make_scope(scope)
     with signals.handlers(), lock.acquire(scope / "lock", command=command, what=what):
         with signals.critical():
             _recover(scope, reporter)
@@ -405,7 +441,36 @@ def begin(
             raise
         finally:
             files.active.remove(tx)
+        # A signal arriving from here on finds the work complete: it is kept
+        # and reported as done (when this is the command's last step).
         with signals.critical():
             tx.commit()
-        if final:
-            signals.work_complete()
+            if final:
+                signals.work_complete()
+
+
+def in_workspace(
+    root: Path, *, command: str, reporter: Reporter | None = None, final: bool = True
+) -> contextlib.AbstractContextManager[Transaction]:
+    """``begin`` on a workspace's own scope (what most commands want)."""
+    return begin(
+        scope_of(root),
+        command=command,
+        what=f"the workspace {root}",
+        reporter=reporter,
+        final=final,
+    )
+
+
+@contextlib.contextmanager
+def nox_session(root: Path, *, command: str) -> Iterator[Transaction]:
+    """A workspace nox session (``nox -s verify``, ``nox -s build``), run by hand
+    or by onboard: the same signal policy, child reaping and lock as the CLI."""
+    from onboard import proc
+
+    with (
+        signals.handlers(),
+        proc.reaping(),
+        begin(scope_of(root), command=command, what=f"the workspace {root}", final=False) as tx,
+    ):
+        yield tx

@@ -164,12 +164,21 @@ def find(
                 + ", or create one with `onboard setup DIR --from-wheel` (offline) or "
                 "`onboard setup DIR`.",
             )
-        return load(folder)
+        return _opened(folder)
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / CONFIG_NAME).is_file():
-            return load(folder)
+            return _opened(folder)
     return None
+
+
+def _opened(folder: Path) -> Workspace:
+    """Load a workspace a command is about to use, after rolling back any run
+    that died mid-way in it (transaction.settle)."""
+    from onboard import transaction
+
+    transaction.settle(transaction.scope_of(folder))
+    return load(folder)
 
 
 def require(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Workspace:

@@ -86,6 +86,17 @@ def _plan_by_hand(session: nox.Session, posargs: list[str]) -> dict[str, Any]:
 def build(session: nox.Session) -> None:
     """Build the checkout: pip install --no-build-isolation -v -e . (`onboard build --dry-run`
     explains the plan)."""
+    from onboard import transaction
+    from onboard.errors import OnboardError
+
+    try:
+        with transaction.nox_session(Path.cwd(), command="nox -s build"):
+            _build(session)
+    except OnboardError as exc:
+        session.error(exc.paragraph())
+
+
+def _build(session: nox.Session) -> None:
     posargs = list(session.posargs)
     if "--plan" in posargs:
         at = posargs.index("--plan")

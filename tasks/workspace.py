@@ -23,13 +23,25 @@ __all__ += ["build"]
 @nox.session(python=False, name="verify")
 def verify(session: nox.Session) -> None:
     """Check the workspace: checkout commit, IDE/debugger files, prefix mapping, ..."""
-    from onboard import workspace
+    from onboard import transaction, workspace
     from onboard.console import stdout_console
+    from onboard.errors import OnboardError
     from onboard.workflows.verify import run_checks, write_report
 
-    ws = workspace.load(Path.cwd())
-    result = run_checks(ws)
-    report = write_report(result)
+    try:
+        # The same lock as every writing command (shared with an `onboard verify`
+        # that started this session); Ctrl-C/SIGTERM stop the compile children,
+        # and none outlives the session.
+        with transaction.nox_session(Path.cwd(), command="nox -s verify"):
+            ws = workspace.load(Path.cwd())
+            result = run_checks(ws)
+            report = write_report(result)
+    except OnboardError as exc:
+        session.error(exc.paragraph())
+    except OSError as exc:
+        from onboard.files import os_error
+
+        session.error(os_error(exc, doing="writing the verify report").paragraph())
     result.render(stdout_console(), verbose=False)
     session.log(f"report: {report}")
     if not result.ok:

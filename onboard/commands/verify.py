@@ -18,11 +18,21 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
     Exit status: 0 all checks passed or could not be run here (said so), 1 a check
     failed.
     """
+    from onboard import transaction
     from onboard import workspace as ws_mod
     from onboard.console import emit
     from onboard.workflows.verify import verify_via_nox
 
     ws = ws_mod.require(workspace)
-    result = verify_via_nox(ws, reporter=reporter(as_json, verbose))
+    report = reporter(as_json, verbose)
+    # One writer at a time: verify compiles into the workspace's cache and
+    # writes its report there; the nox session it starts shares this lock.
+    with transaction.in_workspace(
+        ws.root,
+        command="verify",
+        reporter=report,
+    ) as tx:
+        tx.watch(ws.checkout_path)
+        result = verify_via_nox(ws, reporter=report)
     emit(result, as_json=as_json, verbose=verbose)
     return 0 if result.ok else 1

@@ -53,10 +53,9 @@ def resume(plan: _Plan, old: workspace.Workspace, checkout_dir: str) -> SetupRes
             next_step="Set up a new workspace with `onboard setup NEW_DIR`.",
         )
     repo = old.root / old.checkout
-    with transaction.begin(
-        transaction.scope_of(old.root),
+    with transaction.in_workspace(
+        old.root,
         command=f"setup {old.root}",
-        what=f"the workspace {old.root}",
         reporter=plan.reporter,
         final=plan.final,
     ) as tx:

@@ -155,9 +155,11 @@ def run_checks(ws: workspace.Workspace) -> VerifyResult:
 
 
 def write_report(result: VerifyResult) -> Path:
+    from onboard import files
+
     path = result.workspace / REPORT_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    files.make_dirs(path.parent)
+    files.write_text(path, json.dumps(result.to_json(), indent=2) + "\n")
     return path
 
 

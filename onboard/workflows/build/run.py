@@ -166,7 +166,20 @@ def build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
 
     Raises ``OnboardError`` when a pre-flight check failed (nothing was run);
     a failed build returns a result with the first error and the log path.
+    One writer at a time: the build holds the workspace's lock throughout.
     """
+    from onboard import transaction
+
+    with transaction.in_workspace(
+        ws.root,
+        command="build",
+        reporter=reporter,
+    ) as tx:
+        tx.watch(plan.checkout)
+        return _build(ws, plan, reporter)
+
+
+def _build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
     if not plan.ok:
         raise plan.failure_error()
     noxfile = ws.root / "noxfile.py"

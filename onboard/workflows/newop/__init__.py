@@ -179,10 +179,9 @@ def scaffold(
     if dry_run:
         result.diff = unified_diff(plan)
     else:
-        with transaction.begin(
-            transaction.scope_of(ws.root),
+        with transaction.in_workspace(
+            ws.root,
             command=f"new-op {name}",
-            what=f"the workspace {ws.root}",
             reporter=reporter,
         ) as tx:
             applied = apply.apply(tx, checkout, plan, branch, commit_message(name, plan), reporter)

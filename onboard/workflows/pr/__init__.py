@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import git
+from onboard import git, transaction
 from onboard.errors import OnboardError
 from onboard.github import DEFAULT_API_URL, find_token, gh_hosts_file, web_host
 from onboard.redact import redact
@@ -246,7 +246,16 @@ def run(
         }
     )
     path = draft.draft_location(change, ws.root if ws else None, git.absolute_git_dir(change.repo))
-    backup = draft.write_draft(path, draft_text)
+    # The draft is kept whatever the push does next (it says where it is).
+    with transaction.begin(
+        transaction.scope_for_repo(change.repo),
+        command="pr",
+        what=f"the repository {change.repo}",
+        reporter=reporter,
+        final=not open_pr,
+    ) as tx:
+        tx.watch(change.repo)
+        backup = draft.write_draft(path, draft_text)
     result = PrResult(
         change=change,
         title=pr_title,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onboard import files
 from onboard.render import render
 from onboard.workflows.pr.change import Change, Commit
 
@@ -118,10 +119,8 @@ def write_draft(path: Path, text: str) -> Path | None:
             while backup.exists():
                 backup = path.with_name(f"{path.name}.bak.{n}")
                 n += 1
-            path.replace(backup)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(_stamp(text), encoding="utf-8")
-    tmp.replace(path)
+            files.write_text(backup, existing)
+    files.write_text(path, _stamp(text))
     return backup
 
 

@@ -1,0 +1,521 @@
+"""The fault matrix: nothing the user made is lost, whatever arrives when.
+
+Each writing command (setup create, setup re-run with torch unchanged or
+changed, new-op, verify, bisect, pr) runs as a real process
+(tests/fixtures/onboard_driver.py) in a workspace holding the user's work
+(tests/fixtures/user_state.py): a branch with commits checked out or a
+detached HEAD, another branch, a stash entry, untracked and ignored files,
+IDE files with the user's keys. Each runs normally, with SIGINT or SIGTERM at
+chosen points (before and after the work is complete), killed outright, and
+against a second run at the same time. Afterwards every ref, stash entry,
+file and key of the user's is still there, no onboard process, lock or
+journal is left, and the exit code says what happened.
+
+The wider sweep (every point x every signal) is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fixtures.user_state import UserState, git, give_user_work, marked_processes
+
+from onboard import lock, torchenv
+from onboard.transaction import JOURNAL, SCOPE_DIR
+
+DRIVER = Path(__file__).parent / "fixtures" / "onboard_driver.py"
+SMALL_TREE = "40"  # files of the wheel in a test reference tree (plus what new-op edits)
+NEW_TORCH = "2.14.0+cpu"
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict[str, object]:
+        data = json.loads(self.stdout)
+        assert isinstance(data, dict)
+        return data
+
+
+@pytest.fixture(scope="session")
+def probe_payload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The probe child's answer for this interpreter, once per session."""
+    folder = tmp_path_factory.mktemp("probe")
+    code = Path(torchenv.__file__).with_name("_probe_child.py").read_text()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=folder, check=True
+    )
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith(torchenv._MARKER)][-1]
+    path = folder / "payload.json"
+    path.write_text(line[len(torchenv._MARKER) :])
+    return path
+
+
+@dataclass
+class Onboard:
+    """Starts the driver with the session's probe and a small reference tree."""
+
+    payload: Path
+    mark: str
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            ONBOARD_TEST_PROBE=str(self.payload),
+            ONBOARD_TEST_TREE_FILES=SMALL_TREE,
+            ONBOARD_TEST_MARK=self.mark,
+            ONBOARD_LOCK_WAIT="1",
+        )
+        env.pop("ONBOARD_RUN", None)
+        env.update(extra)
+        return env
+
+    def start(self, *args: str, cwd: Path | None = None, **extra: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, str(DRIVER), *args],
+            env=self.env(**extra),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # the test's own signals stay out of it
+        )
+
+    def __call__(self, *args: str, cwd: Path | None = None, **extra: str) -> Run:
+        return finish(self.start(*args, cwd=cwd, **extra))
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 300) -> Run:
+    out, err = process.communicate(timeout=timeout)
+    return Run(process.returncode, out, err)
+
+
+@pytest.fixture
+def onboard(probe_payload: Path) -> Onboard:
+    return Onboard(probe_payload, uuid.uuid4().hex)
+
+
+@pytest.fixture(scope="session")
+def template_ws(
+    tmp_path_factory: pytest.TempPathFactory, probe_payload: Path
+) -> Callable[[Path], Path]:
+    """Make a small --from-wheel workspace at a path (a real `onboard setup`)."""
+
+    def make(dest: Path) -> Path:
+        run = Onboard(probe_payload, uuid.uuid4().hex)("setup", str(dest), "--from-wheel")
+        assert run.returncode == 0, run.stderr
+        return dest
+
+    return make
+
+
+@pytest.fixture
+def ws(tmp_path: Path, template_ws: Callable[[Path], Path]) -> Path:
+    return template_ws(tmp_path / "ws")
+
+
+def assert_nothing_left(ws: Path, onboard: Onboard) -> None:
+    """No onboard process, held lock or journal remains after a run."""
+    deadline = time.monotonic() + 10
+    while marked_processes(onboard.mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marked_processes(onboard.mark) == []
+    scope = ws / SCOPE_DIR
+    assert not (scope / JOURNAL).exists(), "a journal was left behind"
+    assert not lock.is_held(scope / "lock")
+    assert not [p for p in ws.parent.iterdir() if "onboard-partial" in p.name]
+
+
+def at(spec: str) -> dict[str, str]:
+    return {"ONBOARD_TEST_SIGNAL_AT": spec}
+
+
+# ---------------------------------------------------------------------------
+# setup re-run, torch unchanged: nothing to rebuild, whatever is checked out
+
+
+@pytest.mark.parametrize("detached", [False, True])
+def test_setup_rerun_keeps_the_users_work(ws: Path, onboard: Onboard, detached: bool) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo, detached=detached)
+    before = UserState.capture(repo)
+    run = onboard("setup", str(ws), "--from-wheel", "--json")
+    assert run.returncode == 0, run.stderr
+    assert run.json()["state"] == "unchanged"
+    before.assert_kept(UserState.capture(repo))
+    assert_nothing_left(ws, onboard)
+
+
+@pytest.mark.parametrize(
+    ("point", "code"),
+    [
+        ("files.write_bytes:1:INT", 130),  # mid-way through onboard's files
+        ("workspace.save:1:TERM:before", 130),  # the last write, not done yet
+        ("transaction.Transaction.commit:1:TERM:before", 0),  # held back, then complete
+        ("signals.work_complete:1:INT", 0),  # after the work is complete: kept, exit 0
+    ],
+)
+def test_setup_rerun_interrupted(ws: Path, onboard: Onboard, point: str, code: int) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo)
+    before = UserState.capture(repo)
+    config = (ws / "onboard.json").read_bytes()
+    run = onboard("setup", str(ws), "--from-wheel", **at(point))
+    assert run.returncode == code, run.stderr
+    before.assert_kept(UserState.capture(repo))
+    if code == 130:
+        assert "Interrupted." in run.stderr
+        assert (ws / "onboard.json").read_bytes() == config  # rolled back exactly
+    else:
+        assert "after the work was complete" in run.stderr
+    assert_nothing_left(ws, onboard)
+
+
+# ---------------------------------------------------------------------------
+# setup re-run, torch changed: a new reference commit, the user's branch stays
+
+
+def test_setup_rerun_with_a_new_torch_keeps_the_branch_and_says_how_to_rebase(
+    ws: Path, onboard: Onboard
+) -> None:
+    repo = ws / "pytorch"
+    old_reference = git(repo, "rev-parse", "reference")
+    give_user_work(repo)
+    before = UserState.capture(repo)
+    run = onboard("setup", str(ws), "--from-wheel", "--json", ONBOARD_TEST_TORCH_VERSION=NEW_TORCH)
+    assert run.returncode == 0, run.stderr
+    result = run.json()
+    assert result["state"] == "resumed" and result["torch_version"] == NEW_TORCH
+    before.assert_kept(UserState.capture(repo), moved_refs=("refs/heads/reference",))
+    new_reference = git(repo, "rev-parse", "reference")
+    assert git(repo, "rev-parse", "reference~1") == old_reference  # a child, not a new repo
+    assert git(repo, "rev-parse", "onboard/reference-2.13.0+cpu") == old_reference
+    assert git(repo, "rev-parse", f"onboard/reference-{NEW_TORCH}") == new_reference
+    # The printed rebase command runs as printed and moves only the user's branch.
+    notes = [str(n) for n in result["notes"]]  # type: ignore[union-attr]
+    note = next(n for n in notes if "rebase" in n)
+    command = note[note.index("`git ") + 1 : note.rindex("`")]
+    subprocess.run(command.split(), check=True, capture_output=True)
+    assert git(repo, "rev-parse", "mine~2") == new_reference
+    assert_nothing_left(ws, onboard)
+
+
+def test_setup_rerun_with_a_new_torch_fast_forwards_a_clean_reference(
+    ws: Path, onboard: Onboard
+) -> None:
+    repo = ws / "pytorch"
+    old_reference = git(repo, "rev-parse", "reference")
+    run = onboard("setup", str(ws), "--from-wheel", ONBOARD_TEST_TORCH_VERSION=NEW_TORCH)
+    assert run.returncode == 0, run.stderr
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "reference"
+    assert git(repo, "rev-parse", "HEAD~1") == old_reference
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "version.txt").read_text() == "2.14.0\n"
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "workflows.reference_tree.add_commit:1:INT",  # the new commit exists, no ref moved yet
+        "git.merge_ff_only:1:TERM",  # reference and the work tree moved
+        "workspace.save:1:INT:before",
+    ],
+)
+def test_setup_rerun_with_a_new_torch_interrupted_rolls_back(
+    ws: Path, onboard: Onboard, point: str
+) -> None:
+    repo = ws / "pytorch"
+    before = UserState.capture(repo)
+    config = (ws / "onboard.json").read_bytes()
+    run = onboard(
+        "setup", str(ws), "--from-wheel", ONBOARD_TEST_TORCH_VERSION=NEW_TORCH, **at(point)
+    )
+    assert run.returncode == 130, run.stderr
+    now = UserState.capture(repo)
+    assert now.refs == before.refs  # no tag, no reference move, no refs/onboard/ left
+    assert (now.branch, now.head) == (before.branch, before.head)
+    assert git(repo, "status", "--porcelain") == ""  # the work tree went back too
+    assert (ws / "onboard.json").read_bytes() == config
+    assert_nothing_left(ws, onboard)
+
+
+# ---------------------------------------------------------------------------
+# new-op
+
+
+@pytest.mark.parametrize("detached", [False, True])
+def test_new_op_on_top_of_the_users_work(ws: Path, onboard: Onboard, detached: bool) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo, detached=detached)
+    before = UserState.capture(repo)
+    run = onboard("new-op", "my_frac", "--workspace", str(ws))
+    assert run.returncode == 0, run.stderr
+    before.assert_kept(UserState.capture(repo), head_may_move=True)
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "onboard/new-op-my_frac"
+    assert git(repo, "rev-parse", "HEAD~1") == before.head
+    assert_nothing_left(ws, onboard)
+
+
+@pytest.mark.parametrize(
+    ("point", "code"),
+    [
+        ("transaction.Transaction.switch_new_branch:1:INT", 130),
+        ("workflows.newop.apply._write_file:2:TERM", 130),
+        ("git.commit_index:1:INT", 130),  # the commit object exists, the branch not moved
+        ("git.update_ref:1:TERM", 130),  # the branch holds the scaffold commit
+        ("signals.work_complete:1:TERM", 0),
+    ],
+)
+@pytest.mark.parametrize("detached", [False, True])
+def test_new_op_interrupted(
+    ws: Path, onboard: Onboard, point: str, code: int, detached: bool
+) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo, detached=detached)
+    before = UserState.capture(repo)
+    run = onboard("new-op", "my_frac", "--workspace", str(ws), **at(point))
+    assert run.returncode == code, run.stderr
+    now = UserState.capture(repo)
+    if code == 130:
+        before.assert_kept(now)
+        assert "refs/heads/onboard/new-op-my_frac" not in now.refs
+        assert not (repo / "aten/src/ATen/native/MyFrac.cpp").exists()
+        assert not (ws / ".onboard/newop/my_frac.json").exists()
+        again = onboard("new-op", "my_frac", "--workspace", str(ws))  # nothing in the way
+        assert again.returncode == 0, again.stderr
+    else:
+        before.assert_kept(now, head_may_move=True)
+        assert now.branch == "onboard/new-op-my_frac"
+        assert (ws / ".onboard/newop/my_frac.json").is_file()
+    assert_nothing_left(ws, onboard)
+
+
+def test_new_op_killed_outright_is_rolled_back_by_the_next_run(ws: Path, onboard: Onboard) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo)
+    before = UserState.capture(repo)
+    run = onboard(
+        "new-op",
+        "my_frac",
+        "--workspace",
+        str(ws),
+        **at("workflows.newop.apply._write_file:3:KILL"),
+    )
+    assert run.returncode == -signal.SIGKILL
+    assert (ws / SCOPE_DIR / JOURNAL).exists()  # nothing could clean up
+    assert UserState.capture(repo).branch == "onboard/new-op-my_frac"
+    again = onboard("new-op", "my_frac", "--workspace", str(ws))
+    assert again.returncode == 0, again.stderr
+    assert "stopped before it finished: rolling back" in again.stderr
+    before.assert_kept(UserState.capture(repo), head_may_move=True)
+    assert git(repo, "rev-parse", "HEAD~1") == before.head
+    assert_nothing_left(ws, onboard)
+
+
+def test_two_new_ops_at_once_one_waits_and_refuses(ws: Path, onboard: Onboard) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo)
+    before = UserState.capture(repo)
+    first = onboard.start(
+        "new-op",
+        "my_a",
+        "--workspace",
+        str(ws),
+        ONBOARD_TEST_PAUSE_AT="transaction.Transaction.switch_new_branch:1:4",
+    )
+    deadline = time.monotonic() + 60
+    while not lock.is_held(ws / SCOPE_DIR / "lock"):
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.05)
+    second = onboard("new-op", "my_b", "--workspace", str(ws), ONBOARD_LOCK_WAIT="0.5")
+    assert second.returncode == 1
+    assert "Another onboard is working in the workspace" in second.stderr
+    assert f"pid {first.pid}" in second.stderr and "new-op my_a" in second.stderr
+    assert finish(first).returncode == 0
+    now = UserState.capture(repo)
+    before.assert_kept(now, head_may_move=True)
+    assert now.branch == "onboard/new-op-my_a"
+    assert "refs/heads/onboard/new-op-my_b" not in now.refs
+    assert git(repo, "status", "--porcelain") == "?? notes.txt"  # the user's, and only that
+    assert_nothing_left(ws, onboard)
+
+
+# ---------------------------------------------------------------------------
+# verify
+
+
+def test_two_verifies_at_once_queue_instead_of_crashing(ws: Path, onboard: Onboard) -> None:
+    give_user_work(ws / "pytorch")
+    before = UserState.capture(ws / "pytorch")
+    runs = [
+        onboard.start("verify", "--workspace", str(ws), "--json", ONBOARD_LOCK_WAIT="300")
+        for _ in range(2)
+    ]
+    results = [finish(r) for r in runs]
+    for run in results:
+        assert run.returncode in (0, 1), run.stderr
+        checks = run.json()["checks"]
+        assert not [c for c in checks if "crashed" in c["detail"]]  # type: ignore[index]
+    before.assert_kept(UserState.capture(ws / "pytorch"))
+    assert_nothing_left(ws, onboard)
+
+
+def test_ctrl_c_during_verify_leaves_no_process_behind(ws: Path, onboard: Onboard) -> None:
+    before = UserState.capture(ws / "pytorch")
+    run = onboard.start("verify", "--workspace", str(ws))
+    deadline = time.monotonic() + 120
+    # Wait until verify's nox session (a grandchild, in a session of its own) runs.
+    while len(marked_processes(onboard.mark)) < 2:
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    result = finish(run, timeout=60)
+    assert result.returncode == 130, result.stderr
+    before.assert_kept(UserState.capture(ws / "pytorch"))
+    assert_nothing_left(ws, onboard)
+
+
+def _read_only(ws: Path, onboard: Onboard, *args: str) -> Run:
+    """Run onboard with ``ws`` mounted read-only (a bind mount in a mount namespace
+    of its own: a real EROFS, for root too, and nothing leaks out)."""
+    if shutil.which("unshare") is None:
+        pytest.fail("util-linux `unshare` is needed to mount a folder read-only in a test")
+    script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && shift && exec "$@"'
+    process = subprocess.Popen(
+        ["unshare", "-rm", "sh", "-c", script, "sh", str(ws), sys.executable, str(DRIVER), *args],
+        env=onboard.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    return finish(process)
+
+
+@pytest.mark.parametrize(
+    "args", [("verify", "--workspace", "{ws}"), ("setup", "{ws}", "--from-wheel")]
+)
+def test_a_read_only_workspace_is_bad_usage_not_a_bug(
+    ws: Path, onboard: Onboard, args: tuple[str, ...]
+) -> None:
+    before = UserState.capture(ws / "pytorch")
+    run = _read_only(ws, onboard, *(a.format(ws=ws) for a in args))
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr and "Read-only file system" in run.stderr
+    assert "onboard cannot write" in run.stderr
+    before.assert_kept(UserState.capture(ws / "pytorch"))
+
+
+# ---------------------------------------------------------------------------
+# setup create
+
+
+def test_setup_create_interrupted_leaves_nothing(tmp_path: Path, onboard: Onboard) -> None:
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    (parent / "mine.txt").write_text("the user's\n")
+    for point in ("workflows.reference_tree.build:1:INT", "files.write_bytes:2:TERM"):
+        run = onboard("setup", str(parent / "ws"), "--from-wheel", **at(point))
+        assert run.returncode == 130, run.stderr
+        assert sorted(p.name for p in parent.iterdir()) == ["mine.txt"]
+    assert_nothing_left(parent / "ws", onboard)
+
+
+def test_setup_create_killed_is_swept_by_the_next_run(tmp_path: Path, onboard: Onboard) -> None:
+    tmp_path = tmp_path / "parent"
+    tmp_path.mkdir()
+    dest = tmp_path / "ws"
+    run = onboard("setup", str(dest), "--from-wheel", **at("workflows.reference_tree.build:1:KILL"))
+    assert run.returncode == -signal.SIGKILL
+    debris = [p for p in tmp_path.iterdir() if "onboard-partial" in p.name]
+    assert len(debris) == 1 and not dest.exists()
+    again = onboard("setup", str(dest), "--from-wheel")
+    assert again.returncode == 0, again.stderr
+    assert f"removed {debris[0].name}" in again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ws"]
+
+
+def test_two_setups_of_one_folder_at_once(tmp_path: Path, onboard: Onboard) -> None:
+    tmp_path = tmp_path / "parent"
+    tmp_path.mkdir()
+    dest = tmp_path / "ws"
+    first = onboard.start(
+        "setup",
+        str(dest),
+        "--from-wheel",
+        ONBOARD_TEST_PAUSE_AT="workflows.reference_tree.build:1:4",
+    )
+    deadline = time.monotonic() + 60
+    while not [p for p in tmp_path.iterdir() if "onboard-partial" in p.name]:
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.05)
+    second = onboard("setup", str(dest), "--from-wheel", ONBOARD_LOCK_WAIT="0.5")
+    assert second.returncode == 1 and f"pid {first.pid}" in second.stderr
+    assert finish(first).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ws"]
+    queued = onboard("setup", str(dest), "--from-wheel", "--json")
+    assert queued.returncode == 0 and queued.json()["state"] == "unchanged"
+
+
+# ---------------------------------------------------------------------------
+# bisect and pr in the user's checkout
+
+
+def _bisect_history(repo: Path) -> tuple[str, str, Path]:
+    """Four commits on `buggy` after `mine`; the third breaks value.txt."""
+    git(repo, "switch", "-q", "-c", "buggy", "mine")
+    for n, value in enumerate(("1", "1", "2", "2"), start=1):
+        (repo / "value.txt").write_text(value + "\n")
+        (repo / "step.txt").write_text(f"{n}\n")
+        git(repo, "add", "value.txt", "step.txt")
+        git(repo, "commit", "-q", "-m", f"step {n}")
+    git(repo, "switch", "-q", "mine")
+    repro = repo.parent / "repro.py"
+    repro.write_text(
+        "import pathlib, sys\n"
+        f"sys.exit(0 if pathlib.Path({str(repo)!r}, 'value.txt').read_text() == '1\\n' else 1)\n"
+    )
+    return git(repo, "rev-parse", "buggy~3"), git(repo, "rev-parse", "buggy"), repro
+
+
+@pytest.mark.parametrize("point", [None, "git.bisect_mark:1:INT", "git.bisect_mark:2:TERM"])
+def test_bisect_in_the_users_checkout(ws: Path, onboard: Onboard, point: str | None) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo)
+    good, bad, repro = _bisect_history(repo)
+    before = UserState.capture(repo)
+    args = ["bisect", str(repro), "--good", good, "--bad", bad, "--repo", str(repo), "--json"]
+    run = onboard(*args, **(at(point) if point else {}))
+    assert run.returncode == (0 if point is None else 130), run.stderr
+    if point is None:
+        culprit = run.json()["commits"]["culprit"]  # type: ignore[index]
+        assert culprit["subject"] == "step 3"
+    before.assert_kept(UserState.capture(repo))
+    assert not (repo / ".git" / "BISECT_START").exists()
+    assert_nothing_left(ws, onboard)
+
+
+@pytest.mark.parametrize("point", [None, "files.write_bytes:1:INT"])
+def test_pr_draft_in_the_users_checkout(ws: Path, onboard: Onboard, point: str | None) -> None:
+    repo = ws / "pytorch"
+    give_user_work(repo)
+    before = UserState.capture(repo)
+    run = onboard("pr", "--workspace", str(ws), **(at(point) if point else {}))
+    assert run.returncode == (0 if point is None else 130), run.stderr
+    assert (ws / "PR_DRAFT.md").exists() == (point is None)
+    before.assert_kept(UserState.capture(repo))
+    assert_nothing_left(ws, onboard)
