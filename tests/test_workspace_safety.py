@@ -519,3 +519,20 @@ def test_pr_draft_in_the_users_checkout(ws: Path, onboard: Onboard, point: str |
     assert (ws / "PR_DRAFT.md").exists() == (point is None)
     before.assert_kept(UserState.capture(repo))
     assert_nothing_left(ws, onboard)
+
+
+def test_verify_names_the_rebase_for_work_on_an_older_reference_tree(
+    ws: Path, onboard: Onboard
+) -> None:
+    from onboard.workflows import reference_tree, verify
+
+    repo = ws / "pytorch"
+    give_user_work(repo)
+    run = onboard("setup", str(ws), "--from-wheel", ONBOARD_TEST_TORCH_VERSION=NEW_TORCH)
+    assert run.returncode == 0, run.stderr
+    found = reference_tree.trailers(git(repo, "log", "-1", "--format=%B", "mine~2"))
+    detail = verify._reference_drift(repo, found, NEW_TORCH, "f" * 40)
+    assert detail.startswith("HEAD is on the reference tree of torch 2.13.0+cpu")
+    command = detail[detail.index("`git ") + 1 : detail.rindex("`")]
+    subprocess.run(command.split(), check=True, capture_output=True)
+    assert git(repo, "rev-parse", "mine~2") == git(repo, "rev-parse", "reference")

@@ -241,9 +241,7 @@ def installed_commit(ctx: VerifyContext) -> Check:
                 f"reference tree {head[:12] if head else ''} was built from torch "
                 f"{env.torch.version} (commit {recorded}); its HEAD is onboard's own commit",
             )
-        return Check(
-            name, FAILED, f"reference tree records commit {recorded}, torch has {installed}"
-        )
+        return Check(name, FAILED, _reference_drift(repo, found, env.torch.version, installed))
     if head is None:
         return Check(name, FAILED, f"{repo} has no commit checked out")
     if head != ws.commit:
@@ -262,6 +260,30 @@ def installed_commit(ctx: VerifyContext) -> Check:
     if head == installed:
         return Check(name, PASSED, f"HEAD {head[:12]} == torch.version.git_version")
     return Check(name, FAILED, f"HEAD {head[:12]} != torch.version.git_version {installed}")
+
+
+def _reference_drift(repo: Path, found: dict[str, str], version: str, installed: str | None) -> str:
+    """Why HEAD is not on the installed torch's reference tree, and the command
+    that moves the user's work there (setup keeps each tree as a tag)."""
+    from onboard.workflows import reference_tree
+
+    old = found.get("Onboard-Torch-Version")
+    text = (
+        f"HEAD is on the reference tree of torch {old or 'unknown'} "
+        f"(commit {found.get('Onboard-Torch-Commit')}); the installed torch is {version} "
+        f"({installed})"
+    )
+    new_tag = reference_tree.tag_name(version)
+    if git.ref_value(repo, f"refs/tags/{new_tag}") is None:
+        return text + f": run `onboard setup {repo.parent} --from-wheel` to add its tree"
+    branch = git.current_branch(repo)
+    old_tag = reference_tree.tag_name(old) if old else None
+    if branch and branch != "reference" and old_tag and git.ref_value(repo, f"refs/tags/{old_tag}"):
+        return (
+            text
+            + f": move your work with `git -C {repo} rebase --onto {new_tag} {old_tag} {branch}`"
+        )
+    return text + f": `git -C {repo} checkout reference` holds torch {version}'s tree"
 
 
 def _ide_paths(ws: workspace.Workspace) -> dict[str, Path]:
