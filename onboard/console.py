@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Iterator
@@ -21,16 +22,28 @@ class ResultLike(Protocol):
     def render(self, console: Console, verbose: bool) -> None: ...
 
 
-def stdout_console() -> Console:
+@functools.cache
+def _console_class() -> type[Console]:
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    class QuietOnClosedPipe(Console):
+        """rich exits 1 when the reader of a pipe goes away; onboard, like git
+        and ripgrep, treats that as the reader having all it wanted
+        (crash.run_cli turns the BrokenPipeError into exit 0)."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError()
+
+    return QuietOnClosedPipe
+
+
+def stdout_console() -> Console:
+    return _console_class()(highlight=False, soft_wrap=True)
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
+    return _console_class()(stderr=True, highlight=False)
 
 
 def emit(result: ResultLike, *, as_json: bool, verbose: bool = False) -> None:

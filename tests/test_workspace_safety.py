@@ -536,3 +536,42 @@ def test_verify_names_the_rebase_for_work_on_an_older_reference_tree(
     command = detail[detail.index("`git ") + 1 : detail.rindex("`")]
     subprocess.run(command.split(), check=True, capture_output=True)
     assert git(repo, "rev-parse", "mine~2") == git(repo, "rev-parse", "reference")
+
+
+def _cmdlines(mark: str) -> list[str]:
+    lines = []
+    for pid in marked_processes(mark):
+        try:
+            lines.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupting_verify_mid_compile_stops_every_compiler(
+    ws: Path, onboard: Onboard, sig: signal.Signals
+) -> None:
+    assert onboard("new-op", "my_frac", "--workspace", str(ws)).returncode == 0
+    run = onboard.start("verify", "--workspace", str(ws))
+    deadline = time.monotonic() + 600
+    while not any(
+        "_compile_child" in c or "nvcc" in c or "cc1plus" in c for c in _cmdlines(onboard.mark)
+    ):
+        assert time.monotonic() < deadline and run.poll() is None, finish(run).stderr
+        time.sleep(0.2)
+    run.send_signal(sig)
+    result = finish(run, timeout=120)
+    assert result.returncode == 130, result.stderr
+    assert_nothing_left(ws, onboard)
+
+
+def test_harvest_into_a_closed_pipe_ends_quietly_with_zero(ws: Path, onboard: Onboard) -> None:
+    shell = (
+        f'"{sys.executable}" "{DRIVER}" harvest --workspace "{ws}" --limit 500 | head -1; '
+        'echo "status=${PIPESTATUS[0]}"'
+    )
+    out = subprocess.run(["bash", "-c", shell], env=onboard.env(), capture_output=True, text=True)
+    assert out.stdout.splitlines()[-1] == "status=0", out.stderr
+    assert "Traceback" not in out.stderr and "Broken pipe" not in out.stderr
