@@ -84,10 +84,37 @@ def current_branch(repo: str | os.PathLike[str]) -> str | None:
 
 
 def status_porcelain(repo: str | os.PathLike[str], *, untracked: bool = True) -> list[str]:
+    """`git status --porcelain=v1` lines, each ``XY path`` with its two status columns
+    intact (not `out()`: stripping the output would eat the first line's leading space
+    and shift its path by one character)."""
     args = ["status", "--porcelain=v1"]
     if not untracked:
         args.append("--untracked-files=no")
-    return [ln for ln in out(repo, *args).splitlines() if ln.strip()]
+    return [ln for ln in git(repo, *args).stdout.splitlines() if ln.strip()]
+
+
+def porcelain_path(line: str) -> str:
+    """The path of one `status_porcelain` line (the new name of a rename)."""
+    path = line[3:]
+    return path.split(" -> ", 1)[-1]
+
+
+def changes_since(repo: str | os.PathLike[str], base: str) -> dict[str, str]:
+    """Paths that differ from ``base`` in the working tree: ``added`` or ``modified``
+    (committed since, staged, unstaged or untracked alike)."""
+    changes: dict[str, str] = {}
+    diff = git(repo, "diff", "--name-status", "--no-renames", base, check=False)
+    for line in diff.stdout.splitlines():
+        status, _, path = line.partition("\t")
+        if status[:1] == "A":
+            changes[path] = "added"
+        elif status[:1] in ("M", "T"):
+            changes[path] = "modified"
+    others = git(repo, "ls-files", "--others", "--exclude-standard", check=False)
+    for path in others.stdout.splitlines():
+        if path:
+            changes[path] = "added"
+    return changes
 
 
 def is_dirty(repo: str | os.PathLike[str], *, untracked: bool = False) -> bool:

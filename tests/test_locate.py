@@ -111,12 +111,15 @@ def test_scan_cpp_literal_pieces() -> None:
         '  TORCH_WARN("deprecated: ", what);\n'
         "}\n"
     )
-    sites = checks.scan_cpp(text)
-    assert sites == [
-        [3, "TORCH_CHECK", ["first joined", ' and "quoted" ']],
-        [6, "TORCH_CHECK_WITH", ["index ", " is out of bounds"]],
-        [7, "TORCH_WARN", ["deprecated: "]],
+    record = checks.scan_cpp(text)
+    # Every argument's literals are kept: the family (read from the #define) says which
+    # arguments are the message.
+    assert record["s"] == [
+        [3, "TORCH_CHECK", [["x("], ["first joined"], [], [' and "quoted" '], []], None],
+        [6, "TORCH_CHECK_WITH", [[], [], ["index "], [], [" is out of bounds"]], "IndexError"],
+        [7, "TORCH_WARN", [["deprecated: "], []], None],
     ]
+    assert [d[1] for d in record["d"]] == ["TORCH_CHECK"]
 
 
 def test_scan_python_fstring_pieces() -> None:
@@ -266,7 +269,9 @@ def test_locate_pasted_trace_on_reference_tree(reference_ws: Path) -> None:
     assert result.verdict == FOUND
     assert result.check is not None and result.check.label == "aten/src/ATen/InferSize.h:30"
     assert "TORCH_CHECK(!infer_dim" in (result.check.text or "")
-    assert result.warnings[0].path == "aten/src/ATen/native/TensorShape.cpp"
+    assert result.warnings[0].location.path == "aten/src/ATen/native/TensorShape.cpp"
+    assert result.warnings[0].category == "UserWarning"
+    assert (result.warnings[0].message or "").startswith("The use of `x.T` on tensors")
 
 
 def test_locate_cpp_site_on_reference_tree_says_what_is_missing(reference_ws: Path) -> None:
