@@ -22,6 +22,7 @@ import errno
 import os
 import re
 import secrets
+import shlex
 import shutil
 import sys
 import tempfile
@@ -440,9 +441,21 @@ class _Plan:
                 f"onboard cannot write {where} ({exc.strerror}); {how}.",
                 next_step=f"Pick a folder you can write to (e.g. under your home): `{again}`.",
             )
+        flag = " --from-wheel" if self.from_wheel else ""
+        if self.root.is_symlink():
+            # rmdir and rename act on the link, not the folder it points to.
+            target = self.root.resolve()
+            return BadInput(
+                f"{self.root} is a symbolic link to {target}; {how}, which a link does not "
+                "allow.",
+                next_step="Pass the folder it points to: "
+                f"`onboard setup {shlex.quote(str(target))}{flag}`.",
+            )
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         return OnboardError(
             f"onboard could not create {where} ({exc.strerror}); {how}.",
-            next_step=f"Free some space or pick another folder: `{again}`.",
+            next_step=("Free some space or pick another folder" if full else "Pick another folder")
+            + f": `{again}`.",
         )
 
     def _disk(self, tree: reference_tree.TreePlan | None) -> dict[str, Any]:
@@ -504,7 +517,9 @@ class _Plan:
             torch = self.env.torch
             assert torch is not None
             wheel = _WheelFacts(torch.package_dir, torch.version, torch.git_version)
-        self.reporter.step(f"building the reference tree from the wheel ({len(tree.files)} files)")
+        # One count everywhere: the wheel's files plus the version.txt the tree gets.
+        files = len(tree.files) + 1
+        self.reporter.step(f"building the reference tree from the wheel ({files} files)")
         installed = torchenv.classify(wheel.version, wheel.git_version)
         with self.reporter.task("writing the reference tree with git fast-import", total=None):
             head = reference_tree.build(
@@ -529,13 +544,13 @@ class _Plan:
         result = self._result(state)
         result.head = head
         result.reference = {
-            "files": len(tree.files) + 1,  # + version.txt
+            "files": files,
             "bytes": tree.total_bytes,
             "generated_headers": tree.generated,
             "vendored_includes": list(tree.vendored),
         }
         result.actions.append(
-            f"reference tree committed as {head[:12]} ({len(tree.files) + 1} files)"
+            f"reference tree committed as {head[:12]} ({files} files)"
         )
         result.notes.append(
             "a reference tree holds the wheel's Python sources, headers and yaml at PyTorch's "
@@ -658,7 +673,9 @@ class _Plan:
             raise OnboardError(
                 f"{old.config_path} names the checkout {old.checkout!r}; this onboard expects "
                 f"{CHECKOUT_DIR!r}.",
-                next_step="Set up a new workspace with `onboard setup NEW_DIR`.",
+                next_step="Set up a new workspace with `onboard setup NEW_DIR"
+                + (" --from-wheel" if self.from_wheel else "")
+                + "`.",
             )
         if not (repo / ".git").exists():
             # The checkout is gone (or never finished): make it again, in staging.
@@ -701,14 +718,15 @@ class _Plan:
 
     def _dirty(self, repo: Path, head: str | None, wanted: str) -> None:
         changes = git.status_porcelain(repo, untracked=True)
+        flag = " --from-wheel" if self.from_wheel else ""  # the same kind of workspace again
         if changes:
             raise OnboardError(
                 f"The checkout {repo} has local changes ({len(changes)} paths, e.g. "
                 f"{changes[0].strip()}), so onboard left it exactly as it is (at "
                 f"{(head or 'no commit')[:12]}); it would need {wanted[:12]}.",
                 next_step=f"Commit or stash them (`git -C {repo} stash -u`) and run "
-                f"`onboard setup {self.root}` again, or set up a new workspace: "
-                "`onboard setup NEW_DIR`.",
+                f"`onboard setup {self.root}{flag}` again, or set up a new workspace: "
+                f"`onboard setup NEW_DIR{flag}`.",
             )
 
     def _resume_clone(self, old: workspace.Workspace, repo: Path) -> SetupResult:
