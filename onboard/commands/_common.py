@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-
 _AFTER_DASHES = "onboard.after_dashes"
 
 

@@ -446,8 +446,7 @@ class _Plan:
             # rmdir and rename act on the link, not the folder it points to.
             target = self.root.resolve()
             return BadInput(
-                f"{self.root} is a symbolic link to {target}; {how}, which a link does not "
-                "allow.",
+                f"{self.root} is a symbolic link to {target}; {how}, which a link does not allow.",
                 next_step="Pass the folder it points to: "
                 f"`onboard setup {shlex.quote(str(target))}{flag}`.",
             )
@@ -549,9 +548,7 @@ class _Plan:
             "generated_headers": tree.generated,
             "vendored_includes": list(tree.vendored),
         }
-        result.actions.append(
-            f"reference tree committed as {head[:12]} ({files} files)"
-        )
+        result.actions.append(f"reference tree committed as {head[:12]} ({files} files)")
         result.notes.append(
             "a reference tree holds the wheel's Python sources, headers and yaml at PyTorch's "
             "paths, but no .cpp/.cu files: commands that need them say so; "

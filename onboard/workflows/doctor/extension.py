@@ -139,7 +139,7 @@ def attempt_command(argv: list[str], cwd: str, sys_path: tuple[str, ...]) -> Imp
             "`onboard doctor -- python script.py` again.",
         ) from exc
     trace = cpp_trace.parse(result.stderr)
-    module = _module_of(trace)
+    module = module_of(trace)
     attempt = ImportAttempt(
         shown,
         module,
@@ -157,7 +157,7 @@ def attempt_command(argv: list[str], cwd: str, sys_path: tuple[str, ...]) -> Imp
     return attempt
 
 
-def _module_of(trace: Any) -> str | None:
+def module_of(trace: Any) -> str | None:
     """The module an ImportError is about: named in it, or in the failing import line."""
     named = _NO_MODULE.search(trace.message or "")
     if named:
@@ -222,7 +222,9 @@ def explain(env: TorchEnv, attempt: ImportAttempt, python: str | None, cwd: str)
     cannot_open = import_failure.CANNOT_OPEN_RE.search(text)
     version = import_failure.VERSION_RE.search(text)
     if version:
-        return [ctx.symbol_version(version.group("lib"), version.group("ver"), version.group("obj"))]
+        return [
+            ctx.symbol_version(version.group("lib"), version.group("ver"), version.group("obj"))
+        ]
     if undefined:
         return [ctx.undefined_symbol(Path(undefined.group("obj")), undefined.group("sym"))]
     if cannot_open and not import_failure.BAD_ELF_RE.search(text):
@@ -232,6 +234,8 @@ def explain(env: TorchEnv, attempt: ImportAttempt, python: str | None, cwd: str)
     mismatch = ctx.python_mismatch_finding()
     if mismatch is not None:
         return [mismatch]
+    if attempt.error_type == "ModuleNotFoundError" and not files:
+        return [ctx.not_found()]
     return [ctx.generic()]
 
 
@@ -416,6 +420,18 @@ class _ExtensionContext(import_failure._Context):
             f"{self.subject} is for another platform or is damaged",
             f"{self.what} fails with: {self.said} This machine is {platform.machine()}.",
             self._owner_fix(self.exts[0] if self.exts else Path(self.subject)),
+        )
+
+    def not_found(self) -> Finding:
+        return Finding(
+            "extension-not-found",
+            ERROR,
+            f"{self.what}: there is no module {self.module} where this interpreter looks",
+            f"{self.what} fails with: {self.said} No {self.module}.py, {self.module}/ package "
+            f"or compiled {self.loadable()} is in the folders Python searched (the script's "
+            "folder or the current one, then this interpreter's sys.path).",
+            f"Run it from the folder that holds the module, add that folder to PYTHONPATH, or "
+            f"install its package into {self.exe} (`{self.exe} -m pip install ...`).",
         )
 
     def generic(self) -> Finding:

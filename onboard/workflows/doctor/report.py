@@ -287,9 +287,12 @@ def fact_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(("debug info", t["debug_info_summary"]))
     ext = facts.get("extension")
     if ext:
-        state = "works" if ext["ok"] else f"{ext['error']['type']}: " + (
-            str(ext["error"]["message"]).strip().splitlines() or [""]
-        )[0]
+        state = (
+            "works"
+            if ext["ok"]
+            else f"{ext['error']['type']}: "
+            + (str(ext["error"]["message"]).strip().splitlines() or [""])[0]
+        )
         rows.append((ext["what"], state))
     ws = facts.get("workspace")
     if ws:

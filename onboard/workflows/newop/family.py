@@ -87,9 +87,7 @@ def _entry_blocks(yaml_text: str, name: str) -> dict[str, str]:
     return blocks
 
 
-def pattern_of(
-    yaml_text: str, op: str, kind: str | None = None
-) -> tuple[str, dict[str, str]]:
+def pattern_of(yaml_text: str, op: str, kind: str | None = None) -> tuple[str, dict[str, str]]:
     """(unary|binary, the op's yaml blocks) when ``op`` can be copied with ``--like``.
 
     Raises BadInput saying why not (no entry, another schema, not a structured

@@ -122,7 +122,7 @@ def scan_python(text: str) -> list[list[Any]]:
             category = _WARN_CATEGORY.search(text, open_paren, end)
             kind = f"warnings.warn:{category.group(1) if category else 'UserWarning'}"
         else:
-            kind = exc or call
+            kind = exc or call or ""
         if not pieces and exc:
             bare = re.fullmatch(r"\(\s*(\w+)\s*\)", text[open_paren:end])
             if bare:
@@ -298,7 +298,9 @@ class CheckIndex:
         if kind.startswith("warnings.warn"):
             return Site(rel, line, "warnings.warn", tuple(pieces), kind.split(":")[1], "warn")
         if kind.startswith("torch._check"):
-            return Site(rel, line, kind, tuple(pieces), py_checks.get(kind, "RuntimeError"), "check")
+            return Site(
+                rel, line, kind, tuple(pieces), py_checks.get(kind, "RuntimeError"), "check"
+            )
         return Site(rel, line, f"raise {kind}", tuple(pieces), kind.rsplit(".", 1)[-1], "raise")
 
 

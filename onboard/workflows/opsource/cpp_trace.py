@@ -131,15 +131,17 @@ def parse(text: str) -> Trace:
         warning = _WARNING_LINE.match(line)
         said = _TRIGGERED.sub("", warning.group("msg")).strip() if warning else None
         for mo in _TRIGGERED.finditer(line):
-            text = said if said is not None else line[: mo.start()].strip() or None
+            words = said if said is not None else line[: mo.start()].strip() or None
             site = Site(
                 "triggered",
                 mo.group("path"),
                 int(mo.group("line")),
-                message=text,
+                message=words,
                 category=warning.group("type") if warning else None,
             )
-            if all((s.kind, s.path, s.line) != (site.kind, site.path, site.line) for s in trace.sites):
+            if all(
+                (s.kind, s.path, s.line) != (site.kind, site.path, site.line) for s in trace.sites
+            ):
                 trace.sites.append(site)
         if warning:
             trace.warnings.append((warning.group("type"), said or ""))

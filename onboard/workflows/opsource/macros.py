@@ -20,6 +20,7 @@ STRIP_ERROR_MESSAGES`` branches are skipped, ``NDEBUG`` is defined (so
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,8 @@ def macro_calls(text: str) -> list[Call]:
             continue
         calls.append(Call(name, start, mo.end() - 1))
     return calls
+
+
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)(.*)$", re.S)
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.S)
 _ROOTS = re.compile(
@@ -216,21 +219,21 @@ def evaluate(condition: str, build: dict[str, bool] = RELEASE_BUILD) -> bool | N
             return text != "0"
         return build.get(text)
 
-    def conjunction() -> bool | None:
+    def joined(
+        op: str, operand: Callable[[], bool | None], combine: Callable[..., bool | None]
+    ) -> bool | None:
         nonlocal pos
-        values = [atom()]
-        while pos < len(tokens) and tokens[pos].group(0) == "&&":
+        values = [operand()]
+        while pos < len(tokens) and tokens[pos].group(0) == op:
             pos += 1
-            values.append(atom())
-        return _tri_and(values)
+            values.append(operand())
+        return combine(values)
+
+    def conjunction() -> bool | None:
+        return joined("&&", atom, _tri_and)
 
     def disjunction() -> bool | None:
-        nonlocal pos
-        values = [conjunction()]
-        while pos < len(tokens) and tokens[pos].group(0) == "||":
-            pos += 1
-            values.append(conjunction())
-        return _tri_or(values)
+        return joined("||", conjunction, _tri_or)
 
     value = disjunction()
     return value if pos >= len(tokens) else None
@@ -278,7 +281,9 @@ def scan_defines(text: str) -> list[list[Any]]:
         if not (_ROOTS.search(body) or macro_calls(body)):
             continue
         active = _tri_and([branch[0] for branch in stack])
-        found.append([line, name, [p.strip() for p in params.split(",") if p.strip()], body, active])
+        found.append(
+            [line, name, [p.strip() for p in params.split(",") if p.strip()], body, active]
+        )
     return found
 
 
@@ -439,7 +444,9 @@ def resolve(
 # --- what Python sees ----------------------------------------------------------
 
 _CATCH = re.compile(r"_CATCH_GENERIC_ERROR\(\s*(\w+)\s*,\s*(\w+)")
-_CATCH_OBJECT = re.compile(r"catch\s*\(\s*(?:const\s+)?c10::(\w+)\s*&[^)]*\)\s*\{[^}]*?PyErr_Set\w+\(\s*(\w+)")
+_CATCH_OBJECT = re.compile(
+    r"catch\s*\(\s*(?:const\s+)?c10::(\w+)\s*&[^)]*\)\s*\{[^}]*?PyErr_Set\w+\(\s*(\w+)"
+)
 
 
 def _python_name(c_name: str) -> str:
