@@ -20,6 +20,7 @@ import pytest
 from onboard import git, ide, torchenv, workspace
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
+from onboard.report import Reporter
 from onboard.workflows import reference_tree, verify
 from onboard.workflows.setup import setup
 
@@ -246,6 +247,9 @@ def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
     with pytest.raises(OnboardError, match="local changes") as info:
         setup(copy, from_wheel=True)
     assert "stash" in (info.value.next_step or "")
+    # Both suggested setups keep the workspace's kind (without --from-wheel they are refused).
+    assert f"`onboard setup {copy} --from-wheel` again" in (info.value.next_step or "")
+    assert "`onboard setup NEW_DIR --from-wheel`" in (info.value.next_step or "")
     assert edited.read_text().endswith("# my change\n")
     assert (copy / "onboard.json").read_text() == config
 
@@ -448,6 +452,45 @@ def test_unwritable_destination_is_bad_input_and_leaves_nothing(
         setup(dest, from_wheel=True)
     assert "onboard setup NEW_DIR --from-wheel" in (info.value.next_step or "")
     assert not (tmp_path / "a").exists()  # the parents it made are gone again
+
+
+def test_a_link_that_cannot_be_renamed_is_named_not_blamed_on_disk_space(
+    tmp_path: Path, fast_probe: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from onboard.workflows import setup as setup_mod
+
+    def not_a_dir(parent: Path, prefix: str) -> Path:
+        raise OSError(errno.ENOTDIR, "Not a directory", str(parent / prefix))
+
+    monkeypatch.setattr(setup_mod, "_new_staging", not_a_dir)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone")  # dangling: not followed
+    with pytest.raises(BadInput, match="is a symbolic link") as info:
+        setup(link, from_wheel=True)
+    assert f"`onboard setup {tmp_path / 'gone'} --from-wheel`" in (info.value.next_step or "")
+    assert "Free some space" not in info.value.paragraph()
+    monkeypatch.undo()
+    plain = tmp_path / "plain"
+    monkeypatch.setattr(setup_mod, "_new_staging", not_a_dir)
+    with pytest.raises(OnboardError) as other:
+        setup(plain, from_wheel=True)
+    assert "Free some space" not in other.value.paragraph()  # only for ENOSPC/EDQUOT
+
+
+@pytest.mark.slow
+def test_setup_into_a_linked_empty_folder(tmp_path: Path, fast_probe: torchenv.TorchEnv) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    reporter = Reporter()
+    result = setup(link, from_wheel=True, reporter=reporter)
+    assert (real / "onboard.json").is_file() and link.is_symlink()
+    # One count of the tree's files, while working and in the summary.
+    files = result.reference["files"] if result.reference else None
+    assert f"building the reference tree from the wheel ({files} files)" in reporter.messages
 
 
 def test_python_that_is_not_a_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

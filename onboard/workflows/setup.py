@@ -199,6 +199,10 @@ def setup(
     started = time.monotonic()
     reporter = reporter or Reporter()
     root = Path(dest).expanduser().absolute()
+    if root.is_symlink() and root.is_dir():
+        # The workspace goes where the link points: the link itself cannot be
+        # emptied (rmdir) and renamed over like a folder.
+        root = root.resolve()
     if from_wheel and (remote or commit or reference or with_submodules):
         raise BadInput(
             "--from-wheel rebuilds the tree from the installed wheel; --remote, --commit, "

@@ -219,10 +219,16 @@ def run(
             "checks every commit's author: set yours (`git config user.email you@example.com`), "
             f"then `git rebase --exec 'git commit --amend --no-edit --reset-author' {change.base}`."
         )
+    open_blocked = None
     if ws is not None and ws.is_reference:
         notes.append(
             ws.limitation("Opening a pull request")
             or "This checkout is the reference tree rebuilt from the wheel."
+        )
+        open_blocked = (
+            "this reference tree cannot be pushed as a pull request (it is not PyTorch's "
+            "history); make a full checkout (`onboard setup NEW_DIR`), bring your commits "
+            "over (`git format-patch` / `git am`), and run `onboard pr` there."
         )
 
     pr_title = (title or "").strip() or draft.default_title(change.commits)
@@ -250,6 +256,7 @@ def run(
             "uncommitted": change.uncommitted,
             "notes": notes,
             "issue": issue,
+            "open_blocked": open_blocked,
         }
     )
     path = draft.draft_location(change, ws.root if ws else None, git.absolute_git_dir(change.repo))
@@ -268,12 +275,7 @@ def run(
         issue=issue,
         notes=notes,
     )
-    if ws is not None and ws.is_reference:
-        result.open_blocked = (
-            "this reference tree cannot be pushed as a pull request (it is not PyTorch's "
-            "history); make a full checkout (`onboard setup NEW_DIR`), bring your commits "
-            "over (`git format-patch` / `git am`), and run `onboard pr` there."
-        )
+    result.open_blocked = open_blocked
     if not open_pr:
         return result
 
