@@ -260,3 +260,23 @@ def test_locate_routes_the_import_error_to_the_doctor(
     assert result.next_step == (
         f"Check it again after the fix: `onboard doctor -- {sys.executable} {script}`."
     )
+
+
+def test_locate_on_torch_shadowed_by_a_checkout(
+    clone_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Python run from a checkout's root imports its torch/ (no compiled libraries):
+    # OSError: .../torch/lib/libtorch_global_deps.so: cannot open shared object file,
+    # raised where torch/__init__.py loads it (_load_global_deps) with ctypes.
+    tree = tmp_path / "pytorch"
+    (tree / "torch").mkdir(parents=True)
+    (tree / "setup.py").write_text("")
+    (tree / "torch/__init__.py").write_text(
+        "import ctypes, os\n"
+        "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'libtorch_global_deps.so'))\n"
+    )
+    monkeypatch.chdir(tree)
+    result = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    assert result.verdict == IMPORT_FAILED
+    assert "libtorch_global_deps.so" in (result.message or "")
+    assert "torch-shadowed" in [f.id for f in result.diagnosis]

@@ -22,7 +22,7 @@ from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows import reference_tree, verify
-from onboard.workflows.setup import setup
+from onboard.workflows.setup import SetupResult, setup
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +45,35 @@ def fast_probe(probed: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch) -> to
 
 
 @pytest.fixture(scope="module")
-def wheel_ws(tmp_path_factory: pytest.TempPathFactory, probed: torchenv.TorchEnv) -> Path:
-    """One --from-wheel workspace for the read-only tests of this module."""
+def wheel_setup(
+    tmp_path_factory: pytest.TempPathFactory, probed: torchenv.TorchEnv
+) -> tuple[Path, SetupResult, list[str]]:
+    """One --from-wheel workspace for the read-only tests of this module, with what
+    setup returned and said while working."""
     root = tmp_path_factory.mktemp("wheel") / "ws"
     mp = pytest.MonkeyPatch()
     mp.setattr(torchenv, "probe", lambda python=None, **kw: probed)
+    reporter = Reporter()
     try:
-        setup(root, from_wheel=True)
+        result = setup(root, from_wheel=True, reporter=reporter)
     finally:
         mp.undo()
-    return root
+    return root, result, reporter.messages
+
+
+@pytest.fixture(scope="module")
+def wheel_ws(wheel_setup: tuple[Path, SetupResult, list[str]]) -> Path:
+    return wheel_setup[0]
+
+
+def test_one_count_of_the_reference_trees_files(
+    wheel_setup: tuple[Path, SetupResult, list[str]],
+) -> None:
+    _root, result, messages = wheel_setup
+    assert result.reference is not None
+    files = result.reference["files"]
+    assert f"building the reference tree from the wheel ({files} files)" in messages
+    assert any(a.endswith(f"({files} files)") for a in result.actions)
 
 
 # ---------------------------------------------------------------------------

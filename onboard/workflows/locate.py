@@ -325,7 +325,9 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
         ctx, trace, result.python_frames, result.check, result.check_function
     )
 
-    if result.check is None and trace.message and _loader_failure(trace):
+    if trace.message and _loader_failure(trace):
+        # Even when a torch frame made the call (torch/__init__.py loading its libraries),
+        # the loader refused a file: what matters is why, which the doctor reads.
         _import_failure(ctx, trace, result)
         return
     if result.check is None and trace.message:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import linkage as elf
-from onboard import proc, torchenv
+from onboard import proc
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.torchenv import TorchEnv
@@ -248,9 +248,18 @@ def explain_message(
     folders: list[str],
     reporter: Reporter,
 ) -> list[Finding]:
-    """The same analysis for an ImportError read from a traceback (``onboard locate``)."""
+    """The same analysis for an ImportError read from a traceback (``onboard locate``).
+
+    When torch itself does not import from here (a source tree shadowing it, a
+    broken install), the loader error is torch's own: the doctor's findings say why.
+    """
+    from onboard.workflows.doctor import diagnose
+
     reporter.step(f"Probing the torch of {python} to read the extension's linkage")
-    env = torchenv.probe(python)
+    report = diagnose(python, None, reporter)
+    env = report.env
+    if env.torch is None:
+        return [f for f in report.findings if f.needs_action]
     attempt = ImportAttempt(
         f"`import {module}`" if module else "the import",
         module,
