@@ -102,7 +102,8 @@ def test_parse_legacy_frames_and_internal_assert() -> None:
 
 def test_scan_cpp_literal_pieces() -> None:
     text = (
-        "#define TORCH_CHECK(cond, ...) if (!(cond)) fail(__VA_ARGS__)\n"
+        "#define TORCH_CHECK(cond, ...) \\\n"
+        "  if (!(cond)) ::c10::detail::torchCheckFail(__func__, __FILE__, __LINE__, __VA_ARGS__)\n"
         "void f() {\n"
         '  TORCH_CHECK(a == "x(", "first " "joined", n, // a comment, with a comma\n'
         '      " and \\"quoted\\" ", m);\n'
@@ -115,9 +116,9 @@ def test_scan_cpp_literal_pieces() -> None:
     # Every argument's literals are kept: the family (read from the #define) says which
     # arguments are the message.
     assert record["s"] == [
-        [3, "TORCH_CHECK", [["x("], ["first joined"], [], [' and "quoted" '], []], None],
-        [6, "TORCH_CHECK_WITH", [[], [], ["index "], [], [" is out of bounds"]], "IndexError"],
-        [7, "TORCH_WARN", [["deprecated: "], []], None],
+        [4, "TORCH_CHECK", [["x("], ["first joined"], [], [' and "quoted" '], []], None],
+        [7, "TORCH_CHECK_WITH", [[], [], ["index "], [], [" is out of bounds"]], "IndexError"],
+        [8, "TORCH_WARN", [["deprecated: "], []], None],
     ]
     assert [d[1] for d in record["d"]] == ["TORCH_CHECK"]
 

@@ -185,9 +185,13 @@ def test_where_reference_tree(reference_ws: Path) -> None:
     assert result.opinfo
     assert result.opinfo[0].path == "torch/testing/_internal/common_methods_invocations.py"
     assert "UnaryUfuncInfo('trunc'" in (result.opinfo[0].text or "")
-    # the Meta registration in torch/_meta_registrations.py maps into the tree
+    # the Meta kernel is shown at its function (torch._refs.trunc; that file is not in
+    # this small tree), registered through the Library in torch/_meta_registrations.py,
+    # which is
     meta = [r for r in result.dispatch if r.key == "Meta"]
-    assert meta and meta[0].location.in_checkout
+    assert meta and meta[0].implementation == "torch._refs.trunc"
+    assert meta[0].location.path == "torch/_refs/__init__.py" and meta[0].location.url
+    assert meta[0].registered_at is not None and meta[0].registered_at.in_checkout
 
 
 @pytest.mark.slow

@@ -606,6 +606,7 @@ class _Plan:
             python=env.python.executable,
             prefix=prefix,
             torch_dir=env.torch.package_dir,
+            again=f"onboard setup {self.root}" + (" --from-wheel" if self.from_wheel else ""),
         )
         # The files name the final paths, not the staging folder they were written in.
         result.ide_files = [

@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache, macros, scan
@@ -224,14 +224,21 @@ def _refresh(root: Path, data: dict[str, Any]) -> bool:
 # --- the sites, with their families resolved --------------------------------------
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
+    """One check site with its family resolved (a tuple: ~16k are made per run)."""
+
     path: str
     line: int
-    macro: str  # TORCH_CHECK_VALUE, raise ValueError -> "ValueError", torch._check_index
+    macro: str  # TORCH_CHECK_VALUE, raise ValueError -> "raise ValueError", torch._check_index
     pieces: tuple[str, ...]
     raises: str  # the Python exception or warning category it arrives as
     kind: str  # check / assert / warn / raise
+    needle: str  # its longest piece, whitespace normalised: the quick test against a message
+
+
+def _site(path: str, line: int, macro: str, pieces: list[str], raises: str, kind: str) -> Site:
+    needle = _WS.sub(" ", max(pieces, key=len)).strip()
+    return Site(path, line, macro, tuple(pieces), raises, kind, needle)
 
 
 @dataclass
@@ -289,19 +296,17 @@ class CheckIndex:
                 raises = macros.python_type(
                     family.error_of(type_arg), family.kind, self.python_exceptions
                 )
-                sites.append(Site(rel, line, macro, tuple(pieces), raises, family.kind))
+                sites.append(_site(rel, line, macro, pieces, raises, family.kind))
         return sites
 
     @staticmethod
     def _python_site(rel: str, site: list[Any], py_checks: dict[str, str]) -> Site:
         line, kind, pieces = site
         if kind.startswith("warnings.warn"):
-            return Site(rel, line, "warnings.warn", tuple(pieces), kind.split(":")[1], "warn")
+            return _site(rel, line, "warnings.warn", pieces, kind.split(":")[1], "warn")
         if kind.startswith("torch._check"):
-            return Site(
-                rel, line, kind, tuple(pieces), py_checks.get(kind, "RuntimeError"), "check"
-            )
-        return Site(rel, line, f"raise {kind}", tuple(pieces), kind.rsplit(".", 1)[-1], "raise")
+            return _site(rel, line, kind, pieces, py_checks.get(kind, "RuntimeError"), "check")
+        return _site(rel, line, f"raise {kind}", pieces, kind.rsplit(".", 1)[-1], "raise")
 
 
 _FALLBACK = {
@@ -468,8 +473,7 @@ def search(
         return []
     found: list[Match] = []
     for site in index.sites():
-        longest = max(site.pieces, key=len)
-        if normalize(longest) not in msg:
+        if site.needle not in msg:
             continue
         matched, missed = match_pieces(msg, site.pieces)
         coverage = matched / len(msg)
