@@ -101,19 +101,29 @@ def porcelain_path(line: str) -> str:
 
 def changes_since(repo: str | os.PathLike[str], base: str) -> dict[str, str]:
     """Paths that differ from ``base`` in the working tree: ``added`` or ``modified``
-    (committed since, staged, unstaged or untracked alike)."""
+    (committed since, staged, unstaged or untracked alike).
+
+    One scan of the working tree (`git status`) plus, when HEAD moved past
+    ``base``, a tree-to-tree diff that reads no files.
+    """
     changes: dict[str, str] = {}
-    diff = git(repo, "diff", "--name-status", "--no-renames", base, check=False)
-    for line in diff.stdout.splitlines():
-        status, _, path = line.partition("\t")
-        if status[:1] == "A":
+    head = head_sha(repo)
+    if head and head != base:
+        diff = git(repo, "diff", "--name-status", "--no-renames", base, head, check=False)
+        for line in diff.stdout.splitlines():
+            kind, _, path = line.partition("\t")
+            if kind[:1] == "A":
+                changes[path] = "added"
+            elif kind[:1] in ("M", "T"):
+                changes[path] = "modified"
+    worktree = git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--no-renames",
+                   check=False)  # fmt: skip
+    for line in worktree.stdout.splitlines():
+        code, path = line[:2], line[3:]
+        if code == "??" or "A" in code:
             changes[path] = "added"
-        elif status[:1] in ("M", "T"):
+        elif code.strip() and "D" not in code and changes.get(path) != "added":
             changes[path] = "modified"
-    others = git(repo, "ls-files", "--others", "--exclude-standard", check=False)
-    for path in others.stdout.splitlines():
-        if path:
-            changes[path] = "added"
     return changes
 
 

@@ -237,7 +237,7 @@ class Site(NamedTuple):
 
 
 def _site(path: str, line: int, macro: str, pieces: list[str], raises: str, kind: str) -> Site:
-    needle = _WS.sub(" ", max(pieces, key=len)).strip()
+    needle = " ".join(max(pieces, key=len).split())
     return Site(path, line, macro, tuple(pieces), raises, kind, needle)
 
 
