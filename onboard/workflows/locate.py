@@ -201,7 +201,7 @@ class LocateResult:
                     console.print(f"      [dim]ranked lower: {esc(reason)}[/]")
             hidden = self.candidates_total - len(self.candidates)
             if hidden > 0:
-                console.print(f"  [dim]... and {hidden} more (`--json` lists them)[/]")
+                console.print(f"  [dim]... and {hidden} more matching sites, not shown[/]")
         if self.mode != "command" and self.verdict in (MATCHED, NO_MATCH):
             console.print(f"\n[bold]Confidence: {esc(self.confidence)}[/]")
             for spot in self.blind_spots:
