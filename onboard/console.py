@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,18 @@ class ResultLike(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
     def render(self, console: Console, verbose: bool) -> None: ...
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Text that came from input, with terminal control characters shown as escapes.
+
+    A pasted log can carry colour codes or worse (``\\x1b]0;title``, cursor
+    moves); printed raw they would act on the user's terminal.
+    """
+    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
 
 
 @functools.cache

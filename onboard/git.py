@@ -90,10 +90,47 @@ def current_branch(repo: str | os.PathLike[str]) -> str | None:
 
 
 def status_porcelain(repo: str | os.PathLike[str], *, untracked: bool = True) -> list[str]:
+    """`git status --porcelain=v1` lines, each ``XY path`` with its two status columns
+    intact (not `out()`: stripping the output would eat the first line's leading space
+    and shift its path by one character)."""
     args = ["status", "--porcelain=v1"]
     if not untracked:
         args.append("--untracked-files=no")
-    return [ln for ln in out(repo, *args).splitlines() if ln.strip()]
+    return [ln for ln in git(repo, *args).stdout.splitlines() if ln.strip()]
+
+
+def porcelain_path(line: str) -> str:
+    """The path of one `status_porcelain` line (the new name of a rename)."""
+    path = line[3:]
+    return path.split(" -> ", 1)[-1]
+
+
+def changes_since(repo: str | os.PathLike[str], base: str) -> dict[str, str]:
+    """Paths that differ from ``base`` in the working tree: ``added`` or ``modified``
+    (committed since, staged, unstaged or untracked alike).
+
+    One scan of the working tree (`git status`) plus, when HEAD moved past
+    ``base``, a tree-to-tree diff that reads no files.
+    """
+    changes: dict[str, str] = {}
+    head = head_sha(repo)
+    if head and head != base:
+        diff = git(repo, "diff", "--name-status", "--no-renames", base, head, check=False)
+        for line in diff.stdout.splitlines():
+            kind, _, path = line.partition("\t")
+            if kind[:1] == "A":
+                changes[path] = "added"
+            elif kind[:1] in ("M", "T"):
+                changes[path] = "modified"
+    worktree = git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--no-renames",
+                   check=False)  # fmt: skip
+    for line in worktree.stdout.splitlines():
+        code, path = line[:2], line[3:]
+        if code == "??" or "A" in code:
+            changes[path] = "added"
+        elif code.strip() and "D" not in code and changes.get(path) != "added":
+            changes[path] = "modified"
+    return changes
 
 
 def is_dirty(repo: str | os.PathLike[str], *, untracked: bool = False) -> bool:

@@ -134,7 +134,9 @@ def _free_backup(path: Path) -> Path:
     return candidate
 
 
-def write_merged(path: Path, merge: Any, fresh: dict[str, Any]) -> FileAction:
+def write_merged(
+    path: Path, merge: Any, fresh: dict[str, Any], *, again: str = "onboard setup WS"
+) -> FileAction:
     """Create ``path`` from ``fresh``, or merge into the user's file with ``merge``."""
     files.make_dirs(path.parent)
     if not path.exists():
@@ -153,7 +155,7 @@ def write_merged(path: Path, merge: Any, fresh: dict[str, Any]) -> FileAction:
             "side-file",
             message=f"{path} could not be parsed ({exc}); it was left untouched and onboard's "
             f"settings were written to {side.name}: copy them over, or fix the file and run "
-            "`onboard setup` again to merge them.",
+            f"`{again}` again to merge them.",
         )
     merged = merge(existing, fresh)
     text = _dump(merged)
@@ -172,12 +174,21 @@ def write_merged(path: Path, merge: Any, fresh: dict[str, Any]) -> FileAction:
 
 
 def write_vscode(
-    folder: Path, *, checkout: Path, python: str, prefix: str | None, torch_dir: Path | None
+    folder: Path,
+    *,
+    checkout: Path,
+    python: str,
+    prefix: str | None,
+    torch_dir: Path | None,
+    again: str = "onboard setup WS",
 ) -> list[FileAction]:
     """Write or merge ``folder/settings.json`` and ``folder/launch.json``; their
-    contents name ``checkout`` (the final path, when ``folder`` is still staged)."""
+    contents name ``checkout`` (the final path, when ``folder`` is still staged).
+    ``again`` is the command that merges them once a broken file is fixed."""
     actions = [
-        write_merged(folder / "settings.json", merge_settings, settings(python, checkout)),
+        write_merged(
+            folder / "settings.json", merge_settings, settings(python, checkout), again=again
+        ),
     ]
     ours = launch_configurations(python, prefix, checkout, torch_dir)
     actions.append(
@@ -185,6 +196,7 @@ def write_vscode(
             folder / "launch.json",
             lambda existing, fresh: merge_launch(existing, fresh["configurations"]),
             {"version": "0.2.0", "configurations": ours},
+            again=again,
         )
     )
     return actions

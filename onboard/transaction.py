@@ -165,10 +165,10 @@ class Transaction:
         entry = self._repo_entry(repo)
         dirty = git.tracked_changes(repo)
         if dirty:
+            shown = ", ".join(git.porcelain_path(line) for line in dirty[:3])
             raise OnboardError(
-                f"The checkout {repo} has uncommitted changes to tracked files "
-                f"({', '.join(line[3:] for line in dirty[:3])}); onboard does not move a tree "
-                "that holds work it could not restore exactly.",
+                f"The checkout {repo} has uncommitted changes to tracked files ({shown}); "
+                "onboard does not move a tree that holds work it could not restore exactly.",
                 next_step=f"Commit or stash them (`git -C {repo} stash`), then run the command "
                 "again.",
             )

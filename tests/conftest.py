@@ -31,6 +31,9 @@ if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
 from fixtures.git_server import GitDaemon  # noqa: E402
+
+# Every `onboard ...` command the tests see onboard suggest must parse (see the module).
+pytest_plugins = ["fixtures.suggestions"]
 from fixtures.pytorch_repo import (  # noqa: E402
     RepoInfo,
     build_pytorch_repo,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -157,13 +158,61 @@ def test_python_regression_exact_culprit(pytorch_repo_factory: RepoFactory, tmp_
     assert result.ok and result.exit_code == 0
     assert c.builds == 0
     assert c.executions <= math.ceil(math.log2(39)) + 2
-    assert any(m.startswith("step 1 of ~") for m in reporter.messages)
+    # One estimate of the steps: what is announced is what step 1 says.
+    about = next(re.search(r"\(about (\d+) steps", m) for m in reporter.messages if "(about" in m)
+    first = next(m for m in reporter.messages if m.startswith("step 1 of ~"))
+    assert about and first.startswith(f"step 1 of ~{about.group(1)}:")
     assert _state(info.path) == before
     # the saved log replays to the same answer
     assert c.log is not None and c.log.is_file()
     replay = git("bisect", "replay", c.log, cwd=info.path)
     assert f"{info.regression_sha} is the first bad commit" in replay
     git("bisect", "reset", "main", cwd=info.path)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10, 17, 100])
+def test_step_estimate_is_gits_own(tmp_path: Path, n: int) -> None:
+    from onboard.workflows.bisect.commits import estimate_steps
+
+    repo = tmp_path / "r"
+    git("init", "-q", repo)
+    for i in range(n + 1):
+        git("commit", "-q", "--allow-empty", "-m", f"c{i}", cwd=repo)
+    first = git("rev-list", "--max-parents=0", "HEAD", cwd=repo)
+    git("bisect", "start", cwd=repo)
+    git("bisect", "bad", "HEAD", cwd=repo)
+    said = git("bisect", "good", first, cwd=repo)
+    roughly = re.search(r"roughly (\d+) step", said)
+    assert roughly, said
+    assert estimate_steps(n) == 1 + int(roughly.group(1))
+
+
+def test_untracked_file_in_the_way_is_not_blamed_on_the_bounds(tmp_path: Path) -> None:
+    """git cannot check out the middle commit: an untracked file has its path."""
+    repo = tmp_path / "repo"
+    git("init", "-q", "-b", "main", repo)
+    for i in range(8):
+        (repo / "flag.txt").write_text("good\n" if i < 5 else "bad\n")
+        if i == 2:
+            (repo / "notes.txt").write_text("tracked for a while\n")
+        if i == 6:
+            (repo / "notes.txt").unlink()
+        git("add", "-A", cwd=repo)
+        git("commit", "-q", "--allow-empty", "-m", f"c{i}", cwd=repo)
+    (repo / "notes.txt").write_text("mine, untracked\n")
+    repro = tmp_path / "repro.py"
+    repro.write_text(
+        "import os, sys\n"
+        "root = os.environ['PYTHONPATH'].split(os.pathsep)[0]\n"
+        "sys.exit(0 if open(os.path.join(root, 'flag.txt')).read().strip() == 'good' else 1)\n"
+    )
+    first = git("rev-list", "--max-parents=0", "HEAD", cwd=repo)
+    with pytest.raises(OnboardError) as info:
+        run_bisect(repro, good=first, repo=str(repo), build="never")
+    text = info.value.paragraph()
+    assert "untracked files would be overwritten by it (notes.txt)" in text
+    assert "--good is older than --bad" not in text
+    assert (repo / "notes.txt").read_text() == "mine, untracked\n"
 
 
 def test_segfault_counts_as_bad_and_does_not_abort(

@@ -85,11 +85,11 @@ def test_expected_failure_exits_1_with_one_paragraph(
     monkeypatch.setattr(
         doctor_workflow,
         "diagnose",
-        _raise(OnboardError("The thing is broken.", next_step="Run `onboard fix` next.")),
+        _raise(OnboardError("The thing is broken.", next_step="Run `onboard doctor` next.")),
     )
     assert run_cli(cli, ["doctor"]) == 1
     captured = capsys.readouterr()
-    assert captured.err.strip() == "Error: The thing is broken. Run `onboard fix` next."
+    assert captured.err.strip() == "Error: The thing is broken. Run `onboard doctor` next."
     assert captured.out == ""
 
 

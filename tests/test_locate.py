@@ -102,7 +102,8 @@ def test_parse_legacy_frames_and_internal_assert() -> None:
 
 def test_scan_cpp_literal_pieces() -> None:
     text = (
-        "#define TORCH_CHECK(cond, ...) if (!(cond)) fail(__VA_ARGS__)\n"
+        "#define TORCH_CHECK(cond, ...) \\\n"
+        "  if (!(cond)) ::c10::detail::torchCheckFail(__func__, __FILE__, __LINE__, __VA_ARGS__)\n"
         "void f() {\n"
         '  TORCH_CHECK(a == "x(", "first " "joined", n, // a comment, with a comma\n'
         '      " and \\"quoted\\" ", m);\n'
@@ -111,12 +112,15 @@ def test_scan_cpp_literal_pieces() -> None:
         '  TORCH_WARN("deprecated: ", what);\n'
         "}\n"
     )
-    sites = checks.scan_cpp(text)
-    assert sites == [
-        [3, "TORCH_CHECK", ["first joined", ' and "quoted" ']],
-        [6, "TORCH_CHECK_WITH", ["index ", " is out of bounds"]],
-        [7, "TORCH_WARN", ["deprecated: "]],
+    record = checks.scan_cpp(text)
+    # Every argument's literals are kept: the family (read from the #define) says which
+    # arguments are the message.
+    assert record["s"] == [
+        [4, "TORCH_CHECK", [["x("], ["first joined"], [], [' and "quoted" '], []], None],
+        [7, "TORCH_CHECK_WITH", [[], [], ["index "], [], [" is out of bounds"]], "IndexError"],
+        [8, "TORCH_WARN", [["deprecated: "], []], None],
     ]
+    assert [d[1] for d in record["d"]] == ["TORCH_CHECK"]
 
 
 def test_scan_python_fstring_pieces() -> None:
@@ -266,7 +270,9 @@ def test_locate_pasted_trace_on_reference_tree(reference_ws: Path) -> None:
     assert result.verdict == FOUND
     assert result.check is not None and result.check.label == "aten/src/ATen/InferSize.h:30"
     assert "TORCH_CHECK(!infer_dim" in (result.check.text or "")
-    assert result.warnings[0].path == "aten/src/ATen/native/TensorShape.cpp"
+    assert result.warnings[0].location.path == "aten/src/ATen/native/TensorShape.cpp"
+    assert result.warnings[0].category == "UserWarning"
+    assert (result.warnings[0].message or "").startswith("The use of `x.T` on tensors")
 
 
 def test_locate_cpp_site_on_reference_tree_says_what_is_missing(reference_ws: Path) -> None:
@@ -365,3 +371,179 @@ def test_message_matching_nothing_cli_exit_1(
     assert run_cli(cli, argv) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["verdict"] == NO_MATCH and not data["ok"]
+
+
+# --- message-only answers say how sure they are (real errors of the installed torch) ---
+
+_REAL_ERRORS = """
+import json, torch
+out = {}
+def grab(key, fn):
+    try:
+        fn()
+    except Exception as exc:
+        out[key] = [type(exc).__name__, str(exc)]
+grab("view", lambda: torch.arange(6).view(4, 2))
+grab("sgd", lambda: torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=-0.1))
+grab("buffer", lambda: torch.nn.Module().register_buffer("a.b", None))
+print(json.dumps(out))
+"""
+# Files of the wheel put back at their repo paths (repo path, path under site-packages).
+_TRUTH_TREE = (
+    ("c10/util/Exception.h", "torch/include/c10/util/Exception.h"),
+    ("c10/core/SymBool.h", "torch/include/c10/core/SymBool.h"),
+    ("torch/csrc/Exceptions.h", "torch/include/torch/csrc/Exceptions.h"),
+    ("aten/src/ATen/InferSize.h", "torch/include/ATen/InferSize.h"),
+    (
+        "torch/csrc/api/include/torch/optim/sgd.h",
+        "torch/include/torch/csrc/api/include/torch/optim/sgd.h",
+    ),
+    ("torch/optim/sgd.py", "torch/optim/sgd.py"),
+    ("torch/optim/adam.py", "torch/optim/adam.py"),
+    ("torch/nn/modules/module.py", "torch/nn/modules/module.py"),
+    ("torch/__init__.py", "torch/__init__.py"),
+)
+
+
+@pytest.fixture(scope="module", name="real_errors")
+def real_errors_fixture() -> dict[str, list[str]]:
+    """What the installed torch raises, with the C++ site it names (TORCH_SHOW_CPP_STACKTRACES)."""
+    import os
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _REAL_ERRORS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TORCH_SHOW_CPP_STACKTRACES": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, list[str]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data
+
+
+@pytest.fixture(scope="module", name="truth_ws")
+def truth_ws_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A full-checkout-like workspace holding just the files these errors come from."""
+    import shutil
+
+    from fixtures.pytorch_repo import find_torch_dir, git
+    from opsource_helpers import save_workspace
+
+    root = tmp_path_factory.mktemp("ws-truth") / "ws"
+    tree = root / "pytorch"
+    site = find_torch_dir().parent
+    for rel, wheel in _TRUTH_TREE:
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(site / wheel, tree / rel)
+    git("init", "-q", tree)
+    git("add", "-A", cwd=tree)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "tree", cwd=tree)
+    save_workspace(root, "clone")
+    return root
+
+
+def _line_of(path: Path, needle: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if needle in text)
+
+
+def test_header_check_macro_ties_are_said(
+    truth_ws: Path, real_errors: dict[str, list[str]]
+) -> None:
+    exc_type, text = real_errors["view"]
+    binary = cpp_trace.parse(text)  # the binary's own answer, to check against
+    assert binary.raised is not None and binary.raised.path.endswith("ATen/InferSize.h")
+    message = text.splitlines()[0]
+    result = locate(message=f"{exc_type}: {message}", workspace=str(truth_ws))
+    assert result.verdict == MATCHED
+    best = [c for c in result.candidates if c.tied]
+    # The TORCH_MAYBE_SYM_CHECK the binary names is among the best, not missed...
+    assert f"aten/src/ATen/InferSize.h:{binary.raised.line}" in [c.location.label for c in best]
+    assert {c.macro for c in best} >= {"TORCH_MAYBE_SYM_CHECK", "TORCH_CHECK"}
+    # ...and the answer says it cannot tell them apart, and how to get a certain one.
+    assert result.confidence == "low" and result.exit_code == 1
+    assert result.blind_spots[0] == (
+        f"{len(best)} sites match equally in aten/src/ATen/InferSize.h"
+    )
+    assert result.next_step and "onboard locate -- python repro.py" in result.next_step
+
+
+def test_python_raise_ranked_by_exception_type(
+    truth_ws: Path, real_errors: dict[str, list[str]]
+) -> None:
+    exc_type, message = real_errors["sgd"]
+    assert (exc_type, message) == ("ValueError", "Invalid learning rate: -0.1")
+    result = locate(message=f"{exc_type}: {message}", workspace=str(truth_ws))
+    sgd = _line_of(truth_ws / "pytorch/torch/optim/sgd.py", 'f"Invalid learning rate: {lr}"')
+    best = [c.location.label for c in result.candidates if c.tied]
+    assert f"torch/optim/sgd.py:{sgd}" in best
+    assert all(c.raises == "ValueError" for c in result.candidates if c.tied)
+    frontend = next(c for c in result.candidates if c.location.path.endswith("optim/sgd.h"))
+    assert not frontend.tied
+    assert "raises RuntimeError, not ValueError" in frontend.reasons
+    assert result.candidates.index(frontend) > result.candidates.index(
+        next(c for c in result.candidates if c.location.path == "torch/optim/sgd.py")
+    )
+
+
+def test_keyerror_message_as_printed_is_found_for_sure(
+    truth_ws: Path, real_errors: dict[str, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    exc_type, message = real_errors["buffer"]
+    assert exc_type == "KeyError" and message.startswith("'")  # repr() of its argument
+    argv = ["locate", "--json", "--workspace", str(truth_ws), f"{exc_type}: {message}"]
+    assert run_cli(cli, argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    line = _line_of(truth_ws / "pytorch/torch/nn/modules/module.py", "buffer name can\\'t contain")
+    assert data["candidates"][0]["location"]["label"] == f"torch/nn/modules/module.py:{line}"
+    assert data["candidates"][0]["raises"] == "KeyError"
+    assert data["confidence"] == "high" and data["blind_spots"] == []
+
+
+def test_reference_tree_says_what_was_not_searched(reference_ws: Path) -> None:
+    result = locate(message=MM_MESSAGE, workspace=str(reference_ws))
+    assert result.exit_code == 1
+    assert any(".cpp/.cu files were not searched" in s for s in result.blind_spots)
+    header = locate(message="only one dimension can be inferred", workspace=str(reference_ws))
+    # torch/_prims_common's torch._check says the same words as InferSize.h's TORCH_CHECK.
+    assert header.verdict == MATCHED and header.confidence == "low"
+    assert [c.location.label for c in header.candidates if c.tied] == [
+        "aten/src/ATen/InferSize.h:30",
+        f"torch/_prims_common/__init__.py:{header.candidates[1].location.line}",
+    ]
+    assert header.exit_code == 1  # a partial answer is not a plain success
+
+
+def test_pasted_traceback_offers_the_exact_command(
+    truth_ws: Path, real_errors: dict[str, list[str]], tmp_path: Path
+) -> None:
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\ntorch.arange(6).view(4, 2)\n")
+    exc_type, text = real_errors["view"]
+    pasted = (
+        "Traceback (most recent call last):\n"
+        f'  File "{script}", line 2, in <module>\n'
+        "    torch.arange(6).view(4, 2)\n"
+        f"{exc_type}: {text.splitlines()[0]}\n"
+    )
+    result = locate(text=pasted, workspace=str(truth_ws))
+    assert result.verdict == MATCHED and result.confidence == "low"
+    assert result.next_step is not None
+    assert f"`onboard locate -- {sys.executable} {script}`" in result.next_step
+
+
+def test_command_that_fails_before_python_runs(clone_ws: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.py"
+    result = locate(command=[sys.executable, str(missing)], workspace=str(clone_ws))
+    assert result.verdict == "command_failed" and result.exit_code == 1
+    assert result.explanation and "failed (exit 2)" in result.explanation
+    assert "can't open file" in result.explanation
+    assert "No exception" not in result.explanation
+
+
+def test_control_characters_from_input_are_escaped(clone_ws: Path) -> None:
+    pasted = "RuntimeError: \x1b]0;owned\x07mat1 and mat2 shapes \x1b[2Jcannot be multiplied\n"
+    res = CliRunner().invoke(cli, ["locate", "--workspace", str(clone_ws), "-"], input=pasted)
+    assert "\x1b" not in res.output and "\x07" not in res.output
+    assert "\\x1b]0;owned\\x07" in res.output

@@ -178,6 +178,22 @@ def test_existing_op_is_refused_with_where_and_a_practice_name(ws: workspace.Wor
     assert snapshot(ws.checkout_path) == before
 
 
+def test_practice_suggestions_are_commands_new_op_accepts(ws: workspace.Workspace) -> None:
+    # mm is not a structured pointwise op: `--like mm` would be refused.
+    with pytest.raises(BadInput) as info:
+        scaffold(ws, "mm")
+    step = info.value.next_step or ""
+    assert "--like mm" not in step and "`onboard new-op my_mm`" in step
+    assert scaffold(ws, "my_mm", dry_run=True).diff  # runnable as printed
+    # An op scaffolded here is not in the installed torch: no `--like my_frac`.
+    scaffold(ws, "my_frac")
+    with pytest.raises(BadInput) as info:
+        scaffold(ws, "my_frac")
+    step = info.value.next_step or ""
+    assert "--like my_frac" not in step and "`onboard new-op my_my_frac`" in step
+    assert scaffold(ws, "my_my_frac", dry_run=True).diff
+
+
 def test_existing_op_names_its_kernel_files_in_a_full_checkout(tmp_path: Path) -> None:
     ws = make_workspace(
         tmp_path / "ws",
@@ -511,11 +527,21 @@ def test_ctrl_c_during_the_commit_rolls_back_too(
 
 
 def test_a_dirty_checkout_or_an_existing_branch_is_refused(ws: workspace.Workspace) -> None:
+    from onboard.report import Reporter
+
     repo = ws.checkout_path
     yaml_path = repo / NATIVE_YAML
     yaml_path.write_text(yaml_path.read_text() + "\n# my edit\n")
-    with pytest.raises(OnboardError, match="uncommitted changes"):
-        scaffold(ws, "my_frac")
+    docs = repo / "torch/_torch_docs.py"
+    docs.write_text(docs.read_text() + "\n# mine\n")
+    reporter = Reporter()
+    with pytest.raises(OnboardError, match="uncommitted changes") as info:
+        scaffold(ws, "my_frac", reporter=reporter)
+    # Whole paths (the first status line's leading space is not eaten), and no
+    # "writing N files" before the refusal.
+    assert f"({NATIVE_YAML}, torch/_torch_docs.py)" in info.value.message
+    assert not any(m.startswith("writing") for m in reporter.messages)
+    _git(repo, "checkout", "-q", "--", "torch/_torch_docs.py")
     _git(repo, "checkout", "-q", "--", NATIVE_YAML)
     _git(repo, "branch", "onboard/new-op-my_frac")
     before = snapshot(repo)
@@ -599,7 +625,12 @@ def test_consistency_names_the_file_that_lacks_the_registration(ws: workspace.Wo
     env = _Env(sys.executable, find_torch_dir(), find_package_dir("torchgen"))
     check = _OpCheck(ws, "my_frac", Reporter(), env)
     check.facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_out"}}
-    assert check.consistency().status == "passed"
+    passed = check.consistency()
+    assert passed.status == "passed"
+    # The line of the stub's own DECLARE_DISPATCH, not the header's first one (abs_stub).
+    header = (ws.checkout_path / "aten/src/ATen/native/UnaryOps.h").read_text().splitlines()
+    declared = next(i for i, ln in enumerate(header, 1) if "my_frac_stub" in ln)
+    assert f"my_frac_stub declared (aten/src/ATen/native/UnaryOps.h:{declared})" in passed.detail
     cu = ws.checkout_path / "aten/src/ATen/native/cuda/MyFrac.cu"
     cu.write_text(
         cu.read_text().replace("REGISTER_DISPATCH(my_frac_stub", "// REGISTER(my_frac_stub")

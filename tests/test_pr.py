@@ -873,6 +873,15 @@ def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path
     result = pr_flow.run(workspace=str(tmp_path / "ws"))
     assert result.change.base == "reference" and len(result.change.commits) == 1
     assert any("needs a full checkout" in note for note in result.notes)
+    # It does not then suggest the --open it would refuse.
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    result.render(console, verbose=False)
+    text = console.export_text()
+    assert "onboard pr --open" not in text
+    assert "Next: this reference tree cannot be pushed as a pull request" in text
+    assert result.to_json()["open_blocked"] == result.open_blocked
     _git(repo, "switch", "-q", "reference")
     with pytest.raises(OnboardError, match="the branch the change is measured against"):
         pr_flow.run(workspace=str(tmp_path / "ws"))

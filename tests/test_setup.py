@@ -20,8 +20,9 @@ import pytest
 from onboard import git, ide, torchenv, workspace
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
+from onboard.report import Reporter
 from onboard.workflows import reference_tree, verify
-from onboard.workflows.setup import setup
+from onboard.workflows.setup import SetupResult, setup
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +45,35 @@ def fast_probe(probed: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch) -> to
 
 
 @pytest.fixture(scope="module")
-def wheel_ws(tmp_path_factory: pytest.TempPathFactory, probed: torchenv.TorchEnv) -> Path:
-    """One --from-wheel workspace for the read-only tests of this module."""
+def wheel_setup(
+    tmp_path_factory: pytest.TempPathFactory, probed: torchenv.TorchEnv
+) -> tuple[Path, SetupResult, list[str]]:
+    """One --from-wheel workspace for the read-only tests of this module, with what
+    setup returned and said while working."""
     root = tmp_path_factory.mktemp("wheel") / "ws"
     mp = pytest.MonkeyPatch()
     mp.setattr(torchenv, "probe", lambda python=None, **kw: probed)
+    reporter = Reporter()
     try:
-        setup(root, from_wheel=True)
+        result = setup(root, from_wheel=True, reporter=reporter)
     finally:
         mp.undo()
-    return root
+    return root, result, reporter.messages
+
+
+@pytest.fixture(scope="module")
+def wheel_ws(wheel_setup: tuple[Path, SetupResult, list[str]]) -> Path:
+    return wheel_setup[0]
+
+
+def test_one_count_of_the_reference_trees_files(
+    wheel_setup: tuple[Path, SetupResult, list[str]],
+) -> None:
+    _root, result, messages = wheel_setup
+    assert result.reference is not None
+    files = result.reference["files"]
+    assert f"building the reference tree from the wheel ({files} files)" in messages
+    assert any(a.endswith(f"({files} files)") for a in result.actions)
 
 
 # ---------------------------------------------------------------------------
@@ -450,6 +470,45 @@ def test_unwritable_destination_is_bad_input_and_leaves_nothing(
         setup(dest, from_wheel=True)
     assert "onboard setup NEW_DIR --from-wheel" in (info.value.next_step or "")
     assert not (tmp_path / "a").exists()  # the parents it made are gone again
+
+
+def test_a_link_that_cannot_be_renamed_is_named_not_blamed_on_disk_space(
+    tmp_path: Path, fast_probe: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from onboard.workflows import setup as setup_mod
+
+    def not_a_dir(parent: Path, prefix: str) -> Path:
+        raise OSError(errno.ENOTDIR, "Not a directory", str(parent / prefix))
+
+    monkeypatch.setattr(setup_mod, "_new_staging", not_a_dir)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone")  # dangling: not followed
+    with pytest.raises(BadInput, match="is a symbolic link") as info:
+        setup(link, from_wheel=True)
+    assert f"`onboard setup {tmp_path / 'gone'} --from-wheel`" in (info.value.next_step or "")
+    assert "Free some space" not in info.value.paragraph()
+    monkeypatch.undo()
+    plain = tmp_path / "plain"
+    monkeypatch.setattr(setup_mod, "_new_staging", not_a_dir)
+    with pytest.raises(OnboardError) as other:
+        setup(plain, from_wheel=True)
+    assert "Free some space" not in other.value.paragraph()  # only for ENOSPC/EDQUOT
+
+
+@pytest.mark.slow
+def test_setup_into_a_linked_empty_folder(tmp_path: Path, fast_probe: torchenv.TorchEnv) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    reporter = Reporter()
+    result = setup(link, from_wheel=True, reporter=reporter)
+    assert (real / "onboard.json").is_file() and link.is_symlink()
+    # One count of the tree's files, while working and in the summary.
+    files = result.reference["files"] if result.reference else None
+    assert f"building the reference tree from the wheel ({files} files)" in reporter.messages
 
 
 def test_python_that_is_not_a_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

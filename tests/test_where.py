@@ -185,9 +185,13 @@ def test_where_reference_tree(reference_ws: Path) -> None:
     assert result.opinfo
     assert result.opinfo[0].path == "torch/testing/_internal/common_methods_invocations.py"
     assert "UnaryUfuncInfo('trunc'" in (result.opinfo[0].text or "")
-    # the Meta registration in torch/_meta_registrations.py maps into the tree
+    # the Meta kernel is shown at its function (torch._refs.trunc; that file is not in
+    # this small tree), registered through the Library in torch/_meta_registrations.py,
+    # which is
     meta = [r for r in result.dispatch if r.key == "Meta"]
-    assert meta and meta[0].location.in_checkout
+    assert meta and meta[0].implementation == "torch._refs.trunc"
+    assert meta[0].location.path == "torch/_refs/__init__.py" and meta[0].location.url
+    assert meta[0].registered_at is not None and meta[0].registered_at.in_checkout
 
 
 @pytest.mark.slow
@@ -197,3 +201,83 @@ def test_where_generated_regenerates_register_files(clone_ws: Path) -> None:
     assert cpu.location.local is not None
     # the line the binary names is the backend's registration block
     assert cpu.location.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
+
+
+# --- kernels registered from Python ------------------------------------------------
+
+
+def _def_line(path: Path, name: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if re.match(rf"\s*def {name}\(", text))
+
+
+def test_python_meta_kernel_at_its_function_and_the_shadowed_cpp_one(clone_ws: Path) -> None:
+    from fixtures.pytorch_repo import find_torch_dir
+
+    site = find_torch_dir()
+    result = where("mm", workspace=str(clone_ws))
+    meta = [r for r in result.dispatch if r.op == "aten::mm" and r.key == "Meta"]
+    assert len(meta) == 1
+    # Not the torch.library.Library(...) line every Meta kernel shares, but meta_mm itself.
+    expected = _def_line(site / "_meta_registrations.py", "meta_mm")
+    assert meta[0].location.label == f"torch/_meta_registrations.py:{expected}"
+    assert meta[0].implementation == "torch._meta_registrations.meta_mm"
+    assert meta[0].registered_at is not None
+    library = _line_of_text(site / "_meta_registrations.py", "torch.library.Library(")
+    assert meta[0].registered_at.label == f"torch/_meta_registrations.py:{library}"
+    assert meta[0].via == "meta"
+
+    trunc = where("trunc", workspace=str(clone_ws))
+    python_meta = next(r for r in trunc.dispatch if r.op == "aten::trunc" and r.key == "Meta")
+    assert python_meta.implementation == "torch._refs.trunc"  # the ref doubles as the meta
+    shadowed = [r for r in trunc.dispatch if r.op == "aten::trunc" and r.key == "Meta (inactive)"]
+    assert len(shadowed) == 1 and shadowed[0].inactive
+    assert re.fullmatch(
+        r"build/aten/src/ATen/RegisterMeta(_\d+)?\.cpp:\d+", shadowed[0].location.label
+    )
+    assert shadowed[0].shadowed_by == "the Python Meta kernel above runs instead"
+    decompositions = [k for k in trunc.kernels if k.role == "decomposition"]
+    assert [k.name for k in decompositions] == ["torch._refs.trunc"]
+    res = CliRunner().invoke(cli, ["where", "trunc", "--workspace", str(clone_ws)])
+    assert "Meta (inactive) (trunc" in res.output  # shown without -v: it is not what runs
+    assert "not run: the Python Meta kernel above runs instead" in res.output
+
+
+def _line_of_text(path: Path, needle: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if needle in text)
+
+
+def test_links_only_for_files_upstream_has(tmp_path: Path) -> None:
+    """A file that exists only on the local branch gets no GitHub link; a changed one
+    is linked without a line anchor (its lines moved)."""
+    from fixtures.pytorch_repo import build_pytorch_repo, git
+
+    from onboard.workflows.opsource.paths import SourceMap
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    repo = build_pytorch_repo(root / "pytorch", commits=2)
+    ws = save_workspace(root, "clone")
+    # The installed commit is the checkout's HEAD, as after `onboard setup`.
+    from dataclasses import replace
+
+    ws = replace(ws, commit=repo.head)
+    checkout = root / "pytorch"
+    git("switch", "-q", "-c", "onboard/new-op-my_frac", cwd=checkout)
+    (checkout / "aten/src/ATen/native/MyFrac.cpp").write_text("// new\n")
+    header = checkout / "aten/src/ATen/native/UnaryOps.h"
+    header.write_text(header.read_text() + "DECLARE_DISPATCH(unary_fn, my_frac_stub)\n")
+    git("add", "-A", cwd=checkout)
+    git("commit", "-q", "-m", "my_frac", cwd=checkout)
+    smap = SourceMap(ws)
+    new = smap.loc("aten/src/ATen/native/MyFrac.cpp", 1)
+    assert new.url is None and new.local_change == "added"
+    assert "local: not in the upstream commit" in new.status
+    changed = smap.loc("aten/src/ATen/native/UnaryOps.h", 5)
+    assert changed.local_change == "modified"
+    assert changed.url == (
+        f"https://github.com/pytorch/pytorch/blob/{repo.head}/aten/src/ATen/native/UnaryOps.h"
+    )
+    same = smap.loc("aten/src/ATen/native/native_functions.yaml", 3)
+    assert same.local_change is None and same.url and same.url.endswith("#L3")

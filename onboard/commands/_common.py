@@ -8,6 +8,27 @@ from typing import Any
 
 import click
 
+_AFTER_DASHES = "onboard.after_dashes"
+
+
+class DashDashCommand(click.Command):
+    """Keeps everything after `--` apart, untouched by option parsing: a command to run
+    (locate, doctor) or arguments for another tool (build's pip). A typo'd option before
+    `--` stays an error."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta[_AFTER_DASHES] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+def after_dashes() -> list[str] | None:
+    """What followed `--` on the command line (None when there was no `--`)."""
+    value = click.get_current_context().meta.get(_AFTER_DASHES)
+    return list(value) if value is not None else None
+
 
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option(

@@ -7,23 +7,17 @@ from typing import Any
 
 import click
 
-from onboard.commands._common import common_options, python_option, reporter, workspace_option
-
-_RAW_COMMAND = "onboard.locate.command"
-
-
-class _LocateCommand(click.Command):
-    """Keeps everything after `--` as the command to run, untouched by option parsing."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta[_RAW_COMMAND] = args[cut + 1 :]
-            args = args[:cut]
-        return super().parse_args(ctx, args)
+from onboard.commands._common import (
+    DashDashCommand,
+    after_dashes,
+    common_options,
+    python_option,
+    reporter,
+    workspace_option,
+)
 
 
-@click.command("locate", cls=_LocateCommand)
+@click.command("locate", cls=DashDashCommand)
 @click.argument("message", required=False)
 @click.option(
     "--timeout",
@@ -52,14 +46,15 @@ def locate(
     onboard locate "MESSAGE"              find the TORCH_CHECK / raise sites that print it
     some_command 2>&1 | onboard locate -  read a traceback or log from stdin
 
-    Exit status: 0 when the line (or ranked candidates) was found, 1 when not.
+    Exit status: 0 for a sure answer (the line the binary or the traceback named, or
+    one message match of high confidence); 1 when nothing matched or the answer is
+    uncertain (the candidates are shown with their confidence and blind spots).
     """
     from onboard.console import emit
     from onboard.errors import BadInput
     from onboard.workflows.locate import locate as run_locate
 
-    ctx = click.get_current_context()
-    command = ctx.meta.get(_RAW_COMMAND)
+    command = after_dashes()
     kwargs: dict[str, Any] = {}
     if command is not None:
         if message is not None:

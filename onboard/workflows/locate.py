@@ -10,57 +10,35 @@ only, the check sites whose literal pieces match it, ranked.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from onboard import proc
-from onboard.errors import BadInput, OnboardError
+from onboard.errors import BadInput
 from onboard.report import Reporter
-from onboard.workflows.opsource import checks, codegen, cpp_trace
+from onboard.workflows.opsource import chain, checks, codegen, confidence, cpp_trace
+from onboard.workflows.opsource.chain import Layer
 from onboard.workflows.opsource.context import TreeContext
-from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS
 from onboard.workflows.opsource.paths import SourceLoc
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 RUN_TIMEOUT = 600.0
-# Where the generated C++ layers live (tools/autograd writes the torch/csrc ones).
-_GENERATED_DIRS = {
-    "python binding": "torch/csrc/autograd/generated/",
-    "autograd": "torch/csrc/autograd/generated/",
-    "backend wrapper": "build/aten/src/ATen/",
-}
-
 FOUND = "found"  # the binary named the site, or a torch frame raised it
 MATCHED = "matched"  # message-only: ranked candidate sites
 NO_MATCH = "no_match"
 NOT_TORCH = "not_torch"
 NO_ERROR = "no_error"
-
-
-@dataclass(frozen=True)
-class Layer:
-    layer: str  # one of cpp_trace.LAYERS
-    name: str  # the function (THPVariable_mm, at::meta::structured_mm::meta)
-    op: str | None
-    location: SourceLoc | None  # where that function is written
-    related: tuple[SourceLoc, ...] = ()  # the yaml / derivatives entry behind a generated layer
-    frames: tuple[str, ...] = ()  # the raw frames folded into this layer
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "layer": self.layer,
-            "name": self.name,
-            "op": self.op,
-            "location": self.location.to_json() if self.location else None,
-            "related": [r.to_json() for r in self.related],
-            "frames": list(self.frames),
-            "note": self.note,
-        }
+COMMAND_FAILED = "command_failed"  # the command failed before any exception reached Python
+IMPORT_FAILED = "import_failed"  # an extension would not load: the doctor's analysis
+# Candidates shown: at least this many, and every site of a tie up to the cap.
+SHOWN = 10
+SHOWN_TIES = 30
 
 
 @dataclass(frozen=True)
@@ -70,6 +48,10 @@ class Candidate:
     function: str | None
     pieces: tuple[str, ...]
     coverage: float
+    raises: str = "RuntimeError"  # the Python exception (or warning) the site arrives as
+    score: float = 0.0
+    tied: bool = False  # ranks exactly as the best one
+    reasons: tuple[str, ...] = ()  # why it ranks lower than its text alone would say
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,7 +60,23 @@ class Candidate:
             "function": self.function,
             "pieces": list(self.pieces),
             "coverage": round(self.coverage, 3),
+            "raises": self.raises,
+            "score": self.score,
+            "tied_with_best": self.tied,
+            "reasons": list(self.reasons),
         }
+
+
+@dataclass(frozen=True)
+class Warned:
+    """A warning torch raised, where (Triggered internally at) and what it said."""
+
+    location: SourceLoc
+    category: str | None
+    message: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.location.to_json(), "category": self.category, "message": self.message}
 
 
 @dataclass
@@ -93,17 +91,24 @@ class LocateResult:
     check_function: str | None = None
     chain: list[Layer] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
-    warnings: list[SourceLoc] = field(default_factory=list)
+    candidates_total: int = 0  # every site that matched, shown or not
+    warnings: list[Warned] = field(default_factory=list)
     python_frames: list[SourceLoc] = field(default_factory=list)
     next_step: str | None = None
     explanation: str | None = None
     limitations: list[str] = field(default_factory=list)
     commit: str | None = None
     warm: dict[str, bool] = field(default_factory=dict)
+    confidence: str = confidence.NONE
+    blind_spots: list[str] = field(default_factory=list)
+    diagnosis: list[Any] = field(default_factory=list)  # doctor findings for a failed import
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.verdict in (FOUND, MATCHED) else 1
+        """0 only for a sure answer: the line the binary or traceback named, or one
+        message match of high confidence. Everything else (nothing found, an
+        uncertain match, a command that did not fail in torch) is 1."""
+        return 0 if self.verdict in (FOUND, MATCHED) and self.confidence in _SURE else 1
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +123,10 @@ class LocateResult:
             "check_function": self.check_function,
             "chain": [layer.to_json() for layer in self.chain],
             "candidates": [c.to_json() for c in self.candidates],
+            "candidates_total": self.candidates_total,
+            "confidence": self.confidence,
+            "blind_spots": self.blind_spots,
+            "diagnosis": [d.to_json() for d in self.diagnosis],
             "warnings": [w.to_json() for w in self.warnings],
             "python_frames": [f.to_json() for f in self.python_frames],
             "explanation": self.explanation,
@@ -130,68 +139,88 @@ class LocateResult:
     def render(self, console: Console, verbose: bool) -> None:
         from rich.markup import escape
 
+        from onboard.console import printable
+
+        def esc(text: str) -> str:
+            return escape(printable(text))
+
         def show(loc: SourceLoc, indent: str = "    ") -> None:
-            label = loc.label
-            if loc.generated and not loc.local:
-                label += " (generated by the build, not in git)"
-            elif loc.in_torch and not loc.in_checkout and not loc.local:
-                label += " (not in this checkout)"
-            console.print(f"{indent}[bold]{escape(label)}[/]")
+            label = loc.label + loc.status
+            console.print(f"{indent}[bold]{esc(label)}[/]")
             if loc.text:
-                console.print(f"{indent}  [dim]{escape(loc.text.strip())}[/]")
+                console.print(f"{indent}  [dim]{esc(loc.text.strip())}[/]")
             if loc.url:
-                console.print(f"{indent}  [blue]{escape(loc.url)}[/]")
+                console.print(f"{indent}  [blue]{esc(loc.url)}[/]")
 
         if self.exc_type or self.message:
             head = f"{self.exc_type}: " if self.exc_type else ""
             first = (self.message or "").splitlines()[0] if self.message else ""
-            console.print(f"[bold red]{escape(head + first)}[/]")
+            console.print(f"[bold red]{esc(head + first)}[/]")
         if self.explanation:
-            console.print(escape(self.explanation))
+            console.print(esc(self.explanation))
         if self.check is not None:
             func = f" in {self.check_function}" if self.check_function else ""
             verb = "Warned" if (self.exc_type or "").endswith("Warning") else "Raised"
-            console.print(f"\n[bold cyan]{verb}{escape(func)} at[/]")
+            console.print(f"\n[bold cyan]{verb}{esc(func)} at[/]")
             show(self.check)
         if self.chain:
             console.print("\n[bold cyan]The chain, caller first[/]")
             shown: set[str] = set()
             for i, layer in enumerate(self.chain, 1):
                 op = f" (aten::{layer.op})" if layer.op else ""
-                console.print(
-                    f"  {i}. [bold]{escape(layer.layer)}[/]: {escape(layer.name)}{escape(op)}"
-                )
+                console.print(f"  {i}. [bold]{esc(layer.layer)}[/]: {esc(layer.name)}{esc(op)}")
                 if layer.location is not None:
                     show(layer.location, "     ")
                 for rel in layer.related:
                     if verbose or rel.label not in shown:
                         show(rel, "     ")
                     else:
-                        console.print(f"     [dim]{escape(rel.label)} (above)[/]")
+                        console.print(f"     [dim]{esc(rel.label)} (above)[/]")
                     shown.add(rel.label)
                 if layer.note:
-                    console.print(f"     [dim]{escape(layer.note)}[/]")
+                    console.print(f"     [dim]{esc(layer.note)}[/]")
                 if verbose and len(layer.frames) > 1:
                     for frame in layer.frames:
-                        console.print(f"     [dim]frame: {escape(frame)}[/]")
+                        console.print(f"     [dim]frame: {esc(frame)}[/]")
+        for finding in self.diagnosis:
+            console.print(f"\n[bold red]{esc(finding.id)}[/]: {esc(finding.title)}")
+            console.print(f"  [bold]why[/]: {esc(finding.why)}")
+            console.print(f"  [bold]fix[/]: {esc(finding.fix)}")
         if self.candidates:
             console.print("\n[bold cyan]Check sites whose message matches, best first[/]")
             for c in self.candidates:
                 func = f" in {c.function}" if c.function else ""
+                tie = ", tied with the best" if c.tied and len(self.candidates) > 1 else ""
                 console.print(
-                    f"  {escape(c.macro)}{escape(func)}  "
-                    f"[dim]({c.coverage:.0%} of the message is literal text of this site)[/]"
+                    f"  {esc(c.macro)}{esc(func)} -> {esc(c.raises)}  "
+                    f"[dim]({c.coverage:.0%} of the message is literal text of this site"
+                    f"{tie})[/]"
                 )
                 show(c.location)
-        warnings = [w for w in self.warnings if self.check is None or w.label != self.check.label]
-        if warnings:
+                for reason in c.reasons:
+                    console.print(f"      [dim]ranked lower: {esc(reason)}[/]")
+            hidden = self.candidates_total - len(self.candidates)
+            if hidden > 0:
+                console.print(f"  [dim]... and {hidden} more matching sites, not shown[/]")
+        if self.mode != "command" and self.verdict in (MATCHED, NO_MATCH):
+            console.print(f"\n[bold]Confidence: {esc(self.confidence)}[/]")
+            for spot in self.blind_spots:
+                console.print(f"  - {esc(spot)}")
+        warned = [w for w in self.warnings if self.check is None or w.location != self.check]
+        if warned:
             console.print("\n[bold cyan]Warnings raised inside torch[/]")
-            for w in warnings:
-                show(w, "  ")
+            for w in warned:
+                said = f"{w.category}: " if w.category else ""
+                if w.message:
+                    console.print(f"  [yellow]{esc(said + w.message)}[/]")
+                show(w.location, "    ")
         for limit in self.limitations:
-            console.print(f"\n[yellow]Limitation:[/] {escape(limit)}")
+            console.print(f"\n[yellow]Limitation:[/] {esc(limit)}")
         if self.next_step:
-            console.print(f"\n[yellow]Next:[/] {escape(self.next_step)}")
+            console.print(f"\n[yellow]Next:[/] {esc(self.next_step)}")
+
+
+_SURE = (confidence.CERTAIN, confidence.HIGH)
 
 
 def locate(
@@ -239,15 +268,8 @@ def locate(
         result = LocateResult(
             mode="command", verdict=NO_ERROR, command=argv, command_exit=run.returncode
         )
-        if run.returncode == 0 and trace.message is None and not trace.sites:
-            result.explanation = (
-                f"`{' '.join(argv)}` exited 0 and printed no exception or torch warning, so there "
-                "is nothing to locate."
-            )
-            result.next_step = (
-                "Run it with the input that fails, or paste the error: "
-                '`onboard locate "MESSAGE"` or `... 2>&1 | onboard locate -`.'
-            )
+        if trace.message is None and not trace.sites:
+            _no_exception(result, argv, run.returncode, run.stderr)
             result.commit = ctx.ws.commit
             return result
     else:
@@ -277,7 +299,11 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
     result.exc_type = trace.exc_type
     result.message = trace.message
     result.python_frames = [smap.map(f.path, f.line) for f in trace.python_frames]
-    result.warnings = [smap.map(s.path, s.line) for s in trace.sites if s.kind == "triggered"]
+    result.warnings = [
+        Warned(smap.map(s.path, s.line), s.category, s.message)
+        for s in trace.sites
+        if s.kind == "triggered"
+    ]
 
     raised = trace.raised
     # A warning's "Triggered internally at" is the answer only when nothing was raised.
@@ -285,7 +311,7 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
     if raised is not None and (raised.kind != "triggered" or not exception):
         result.verdict = FOUND
         result.check = smap.map(raised.path, raised.line)
-        result.check_function = raised.func or _enclosing(ctx, result.check)
+        result.check_function = raised.func or chain.enclosing(ctx, result.check)
     torch_frames = [loc for loc in result.python_frames if loc.in_torch]
     if result.check is None and torch_frames and trace.exc_type:
         # Raised in torch's Python code: the last torch frame is the raise.
@@ -295,17 +321,19 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
             result.python_frames.index(torch_frames[-1])
         ].func
 
-    result.chain = _chain(ctx, trace, result)
+    result.chain = chain.build(
+        ctx, trace, result.python_frames, result.check, result.check_function
+    )
 
+    if trace.message and _loader_failure(trace):
+        # Even when a torch frame made the call (torch/__init__.py loading its libraries),
+        # the loader refused a file: what matters is why, which the doctor reads.
+        _import_failure(ctx, trace, result)
+        return
     if result.check is None and trace.message:
-        matches = checks.search(ctx.checks(), trace.message)
-        for m in matches:
-            loc = smap.loc(m.path, m.line)
-            result.candidates.append(
-                Candidate(loc, m.macro, _enclosing(ctx, loc), m.pieces, m.coverage)
-            )
-        if result.candidates:
-            result.verdict = MATCHED
+        _match_message(ctx, trace, result)
+    elif result.check is not None:
+        result.confidence = confidence.CERTAIN
     if result.check is None and not result.candidates and trace.sites:
         # Only warnings were located.
         result.verdict = FOUND if result.warnings else result.verdict
@@ -326,16 +354,15 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
                 "the failing code with `onboard locate -- python repro.py`."
             )
         elif trace.message:
+            families = len(ctx.checks().families)
             result.explanation = (
-                "No TORCH_CHECK, TORCH_INTERNAL_ASSERT, AT_ERROR, TORCH_WARN or Python `raise` "
-                "site "
+                f"No check, error or warning macro site ({families} macro families read from "
+                "the tree's headers: TORCH_CHECK and kin, internal asserts, TORCH_WARN*, "
+                "C10_THROW_ERROR) and no Python `raise` / `warnings.warn` / `torch._check` site "
                 f"in {ctx.checkout} has literal text matching this message (it may be built at "
                 "runtime, come from a third-party library, or be from another torch version)."
             )
-            result.next_step = (
-                "Run the failing code through onboard so the binary names the line itself: "
-                "`onboard locate -- python repro.py`."
-            )
+            result.next_step = _certain_next_step(ctx, trace, result)
         else:
             result.explanation = (
                 "No exception, torch warning or check message was found in the input."
@@ -366,168 +393,158 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
                 result.limitations.append(limit)
 
 
-def _chain(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> list[Layer]:
-    layers: list[Layer] = []
-    # The Python side: the user's last frame and any torch frames under it.
-    py = list(zip(trace.python_frames, result.python_frames, strict=True))
-    if py:
-        last_user = max((i for i, (_f, loc) in enumerate(py) if not loc.in_torch), default=None)
-        start = last_user if last_user is not None else 0
-        for py_frame, loc in py[start:]:
-            layers.append(Layer("python", py_frame.func or "<module>", None, loc))
-    if not trace.cpp_frames:
-        return layers
-    grouped: list[tuple[cpp_trace.FrameRole, list[cpp_trace.CppFrame]]] = []
-    for frame in reversed(trace.cpp_frames):  # printed callee first; the chain reads caller first
-        role = cpp_trace.classify(frame.symbol, frame.file)
-        if role.layer is None:
-            continue
-        if grouped:
-            prev, prev_frames = grouped[-1]
-            # The dispatcher's call-through frame (wrap_kernel_functor_unboxed_) and the
-            # function it wraps are one layer; so are the check machinery's frames.
-            if prev.layer == role.layer and (prev.name == role.name or role.layer == "check"):
-                grouped[-1] = (role if prev.glue else prev, [*prev_frames, frame])
-                continue
-        grouped.append((role, [frame]))
-    for role, frames in grouped:
-        assert role.layer is not None
-        if role.layer == "check":
-            if result.check is not None:
-                macro = _CHECK_MACRO.search(result.check.text or "")
-                thrower = next(
-                    (cpp_trace.classify(f.symbol).name for f in frames if "Fail" in f.symbol),
-                    "c10::Error",
-                )
-                layers.append(
-                    Layer(
-                        "check",
-                        macro.group(0) if macro else thrower,
-                        None,
-                        result.check,
-                        frames=tuple(f.symbol for f in frames),
-                        note=f"raised in {result.check_function}" if result.check_function else "",
-                    )
-                )
-            continue
-        layers.append(_layer(ctx, role, frames))
-    return layers
-
-
-def _yaml_loc(ctx: TreeContext, op: str | None) -> SourceLoc | None:
-    if not op:
-        return None
-    try:
-        entry = ctx.yaml().by_name.get(op)
-    except OnboardError:
-        return None
-    return ctx.source_map.loc(NATIVE_FUNCTIONS, entry["line"]) if entry else None
-
-
-def _derivative_loc(ctx: TreeContext, op: str | None) -> SourceLoc | None:
-    if not op:
-        return None
-    try:
-        found = ctx.yaml().derivatives_for({op})
-    except OnboardError:
-        return None
-    return ctx.source_map.loc(DERIVATIVES, found[0]["line"]) if found else None
-
-
-def _generated_loc(
-    ctx: TreeContext, file: str | None, layer: str, needle: str | None
-) -> SourceLoc | None:
-    if not file or "/" in file or layer not in _GENERATED_DIRS:
-        return None
-    rel = _GENERATED_DIRS[layer] + file
-    line = None
-    if needle and ctx.generated_dir is not None:
-        lines = ctx.source_map.lines(ctx.generated_dir / rel) or []
-        pattern = re.compile(rf"\b{re.escape(needle)}\s*\(")
-        line = next(
-            (
-                i + 1
-                for i, text in enumerate(lines)
-                if pattern.search(text) and not text.startswith(" ")
-            ),
-            None,
+def _no_exception(result: LocateResult, argv: list[str], code: int, stderr: str) -> None:
+    """The command printed no exception or torch warning: it passed, or failed outside torch."""
+    shown = shlex.join(argv)
+    if code == 0:
+        result.explanation = (
+            f"`{shown}` exited 0 and printed no exception or torch warning, so there is "
+            "nothing to locate."
         )
-    return ctx.source_map.loc(rel, line)
-
-
-def _layer(ctx: TreeContext, role: cpp_trace.FrameRole, frames: list[cpp_trace.CppFrame]) -> Layer:
-    file = next((f.file for f in frames if f.file), None)
-    names = tuple(f.symbol for f in frames)
-    op = role.op
-    short = role.name.split("::")[-1]
-    location: SourceLoc | None = None
-    related: list[SourceLoc] = []
-    note = ""
-    if role.layer == "python binding":
-        location = _generated_loc(ctx, file, role.layer, short)
-        note = f"generated from {NATIVE_FUNCTIONS} by tools/autograd/gen_python_functions.py"
-        related = [x for x in (_yaml_loc(ctx, op),) if x]
-    elif role.layer == "autograd":
-        location = _generated_loc(ctx, file, role.layer, None)
-        note = f"generated from {DERIVATIVES} by tools/autograd/gen_variable_type.py"
-        related = [x for x in (_derivative_loc(ctx, op), _yaml_loc(ctx, op)) if x]
-    elif role.layer == "dispatcher":
-        note = (
-            "at::_ops::<op>::call/redispatch: the dispatcher picks the kernel for the next "
-            "dispatch key"
+        result.next_step = (
+            "Run it with the input that fails, or paste the error: "
+            '`onboard locate "MESSAGE"` or `... 2>&1 | onboard locate -`.'
         )
-        related = [x for x in (_yaml_loc(ctx, op),) if x]
-    elif role.layer == "backend wrapper":
-        location = _generated_loc(ctx, file, role.layer, short)
-        note = "generated by torchgen from the yaml's dispatch: block"
-        if location is not None and location.line is None and ctx.generated_dir is None:
-            note += "; `onboard where OP --generated` regenerates it to show the line"
-        related = [x for x in (_yaml_loc(ctx, op),) if x]
-    elif role.layer == "meta" and op:
-        hits = ctx.kernels().meta(op)
-        if hits:
-            location = ctx.source_map.loc(hits[0].path, hits[0].line)
-        note = f"TORCH_META_FUNC({op}): shape and dtype checks of the structured kernel"
-    elif role.layer == "kernel":
-        if role.macro == "TORCH_IMPL_FUNC" and op:
-            hits = ctx.kernels().impl(op)
-        else:
-            hits = ctx.kernels().definitions(short)[:1]
-        if hits:
-            location = ctx.source_map.loc(hits[0].path, hits[0].line)
-    return Layer(role.layer or "", role.name, op, location, tuple(related), names, note)
+        return
+    result.verdict = COMMAND_FAILED
+    said = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+    if code < 0:
+        name = _signal_name(-code)
+        result.explanation = (
+            f"`{shown}` was killed by {name}: it crashed in native code, which prints no "
+            "Python exception to walk down."
+        )
+        if argv and os.path.basename(argv[0]).startswith("python"):
+            again = shlex.join([argv[0], "-X", "faulthandler", *argv[1:]])
+            result.next_step = f"See the Python frame it died in: `{again}`."
+        return
+    result.explanation = (
+        f"The command itself failed (exit {code}) before any Python exception or torch "
+        "warning was printed" + (f": {said}" if said else ".")
+    )
+    result.next_step = (
+        "Fix the command so it runs (a missing file, a typo, another interpreter), then run "
+        f"`onboard locate -- {shown}` again."
+    )
 
 
-_CHECK_MACRO = re.compile(
-    r"\b(?:TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ERROR|TORCH_WARN\w*|C10_THROW_ERROR|AT_ASSERTM?)\b"
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"
+
+
+# What the dynamic loader says when an extension cannot be loaded.
+_LOADER = re.compile(
+    r"undefined symbol:|cannot open shared object file|version `[^']+' not found"
+    r"|wrong ELF class|invalid ELF header"
 )
-_FUNC_HEAD = re.compile(
-    r"^(?:TORCH_(?:META|IMPL)_FUNC2?\s*\([^)]*\)"
-    r"|(?:[\w:<>,]+(?:[ \t]*[*&]+[ \t]*|[ \t]+))+[\w~:]+\s*\()"
-)
-_PY_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
 
 
-def _enclosing(ctx: TreeContext, loc: SourceLoc | None) -> str | None:
-    """The function a site sits in, read from its file (for the message-only answer)."""
-    if loc is None or not loc.local or not loc.line:
+def _loader_failure(trace: cpp_trace.Trace) -> bool:
+    kind = checks.short_type(trace.exc_type)
+    return kind in ("ImportError", "ModuleNotFoundError", "OSError") and bool(
+        _LOADER.search(trace.message or "")
+    )
+
+
+def _import_failure(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
+    """An extension would not load: no check raised this, the loader did. Ask the doctor."""
+    from onboard.workflows.doctor import extension
+
+    result.verdict = IMPORT_FAILED
+    result.confidence = confidence.NONE
+    script = _script_of(trace)
+    result.diagnosis = extension.explain_message(
+        ctx.python,
+        trace.exc_type,
+        trace.message or "",
+        module=extension.module_of(trace),
+        folders=[os.path.dirname(os.path.abspath(script))] if script else [],
+        reporter=ctx.reporter,
+    )
+    result.explanation = (
+        "This is the dynamic loader refusing a compiled extension, not a check in torch's "
+        "source: no line of PyTorch raised it. What its files say:"
+    )
+    result.next_step = (
+        f"Check it again after the fix: `onboard doctor -- {shlex.join([ctx.python, script])}`."
+        if script
+        else "After the fix, check the import with `onboard doctor --import MODULE`."
+    )
+
+
+def _match_message(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
+    """Rank the check sites by the message, its exception type and traceback; say how sure."""
+    assert trace.message is not None
+    index = ctx.checks()
+    matches = checks.search(index, trace.message, exc_type=trace.exc_type, limit=0)
+    functions = {f.func for f in trace.python_frames if f.func}
+    functions |= {cpp_trace.classify(f.symbol).name.split("::")[-1] for f in trace.cpp_frames}
+    if functions and matches:
+        marked = []
+        for m in matches[:100]:
+            loc = ctx.source_map.loc(m.path, m.line)
+            hit = chain.enclosing(ctx, loc) in functions
+            marked.append(replace(m, in_frames=True) if hit else m)
+        matches = sorted(
+            marked + matches[100:],
+            key=lambda m: (tuple(-x for x in m.rank_key), m.path, m.line),
+        )
+    judged = confidence.judge(
+        matches,
+        exc_type=trace.exc_type,
+        reference=ctx.ws.is_reference,
+        notes=index.notes,
+    )
+    result.confidence = judged.confidence
+    result.blind_spots = list(judged.blind_spots)
+    best = checks.tied(matches)
+    result.candidates_total = len(matches)
+    for m in matches[: max(SHOWN, min(len(best), SHOWN_TIES))]:
+        loc = ctx.source_map.loc(m.path, m.line)
+        result.candidates.append(
+            Candidate(
+                loc,
+                m.macro,
+                chain.enclosing(ctx, loc),
+                m.pieces,
+                m.coverage,
+                m.raises,
+                m.score,
+                m in best,
+                m.reasons,
+            )
+        )
+    if result.candidates:
+        result.verdict = MATCHED
+        if not judged.sure:
+            result.next_step = _certain_next_step(ctx, trace, result)
+
+
+def _script_of(trace: cpp_trace.Trace) -> str | None:
+    """The script a pasted traceback came from, when it is a file on this machine."""
+    first = trace.python_frames[0] if trace.python_frames else None
+    if first is None or first.func not in ("<module>", None) or not first.path.endswith(".py"):
         return None
-    lines = ctx.source_map.lines(ctx.checkout / loc.path) if loc.in_checkout else None
-    if not lines:
-        return None
-    if loc.path.endswith(".py"):
-        indent = len(lines[loc.line - 1]) - len(lines[loc.line - 1].lstrip())
-        for i in range(loc.line - 1, -1, -1):
-            mo = _PY_DEF.match(lines[i])
-            if mo and len(mo.group(1)) < indent:
-                return mo.group(2)
-        return None
-    for i in range(loc.line - 1, -1, -1):
-        text = lines[i]
-        if not text or text[0] in " \t#/}*" or text.rstrip().endswith(";"):
-            continue
-        mo = _FUNC_HEAD.match(text)
-        if mo:
-            head = mo.group(0).rstrip("(").strip()
-            return head.split()[-1] if not head.startswith("TORCH_") else head
-    return None
+    return first.path if os.path.isfile(first.path) else None
+
+
+def _certain_next_step(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> str:
+    """How to get a certain answer: run the code so the binary names the line."""
+    if result.mode == "command" and result.command:
+        return (
+            "The command's output names no line; run the code that raises it directly "
+            "(`onboard locate -- python repro.py`)."
+        )
+    script = _script_of(trace)
+    if script is not None:
+        again = shlex.join(["onboard", "locate", "--", ctx.python, script])
+        return f"For a certain answer, run the script this traceback came from: `{again}`."
+    return (
+        "For a certain answer, run the code that raises it through onboard, so the binary "
+        "names the line itself: `onboard locate -- python repro.py`."
+    )

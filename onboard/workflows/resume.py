@@ -50,7 +50,9 @@ def resume(plan: _Plan, old: workspace.Workspace, checkout_dir: str) -> SetupRes
         raise OnboardError(
             f"{old.config_path} names the checkout {old.checkout!r}; this onboard expects "
             f"{checkout_dir!r}.",
-            next_step="Set up a new workspace with `onboard setup NEW_DIR`.",
+            next_step="Set up a new workspace with `onboard setup NEW_DIR"
+            + (" --from-wheel" if plan.from_wheel else "")
+            + "`.",
         )
     repo = old.root / old.checkout
     with transaction.in_workspace(

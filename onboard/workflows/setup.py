@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -199,6 +200,10 @@ def setup(
     started = time.monotonic()
     reporter = reporter or Reporter()
     root = Path(dest).expanduser().absolute()
+    if root.is_symlink() and root.is_dir():
+        # The workspace goes where the link points: the link itself cannot be
+        # emptied (rmdir) and renamed over like a folder.
+        root = root.resolve()
     if from_wheel and (remote or commit or reference or with_submodules):
         raise BadInput(
             "--from-wheel rebuilds the tree from the installed wheel; --remote, --commit, "
@@ -484,9 +489,20 @@ class _Plan:
                 f"onboard cannot write {where} ({exc.strerror}); {how}.",
                 next_step=f"Pick a folder you can write to (e.g. under your home): `{again}`.",
             )
+        flag = " --from-wheel" if self.from_wheel else ""
+        if self.root.is_symlink():
+            # rmdir and rename act on the link, not the folder it points to.
+            target = self.root.resolve()
+            return BadInput(
+                f"{self.root} is a symbolic link to {target}; {how}, which a link does not allow.",
+                next_step="Pass the folder it points to: "
+                f"`onboard setup {shlex.quote(str(target))}{flag}`.",
+            )
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         return OnboardError(
             f"onboard could not create {where} ({exc.strerror}); {how}.",
-            next_step=f"Free some space or pick another folder: `{again}`.",
+            next_step=("Free some space or pick another folder" if full else "Pick another folder")
+            + f": `{again}`.",
         )
 
     def _disk(self, tree: reference_tree.TreePlan | None) -> dict[str, Any]:
@@ -548,7 +564,9 @@ class _Plan:
             torch = self.env.torch
             assert torch is not None
             wheel = _WheelFacts(torch.package_dir, torch.version, torch.git_version)
-        self.reporter.step(f"building the reference tree from the wheel ({len(tree.files)} files)")
+        # One count everywhere: the wheel's files plus the version.txt the tree gets.
+        files = len(tree.files) + 1
+        self.reporter.step(f"building the reference tree from the wheel ({files} files)")
         installed = torchenv.classify(wheel.version, wheel.git_version)
         with self.reporter.task("writing the reference tree with git fast-import", total=None):
             head = reference_tree.build(
@@ -573,15 +591,13 @@ class _Plan:
         result = self._result(state)
         result.head = head
         result.reference = {
-            "files": len(tree.files) + 1,  # + version.txt
+            "files": files,
             "bytes": tree.total_bytes,
             "generated_headers": tree.generated,
             "vendored_includes": list(tree.vendored),
             "commit": head,
         }
-        result.actions.append(
-            f"reference tree committed as {head[:12]} ({len(tree.files) + 1} files)"
-        )
+        result.actions.append(f"reference tree committed as {head[:12]} ({files} files)")
         result.notes.append(
             "a reference tree holds the wheel's Python sources, headers and yaml at PyTorch's "
             "paths, but no .cpp/.cu files: commands that need them say so; "
@@ -635,6 +651,7 @@ class _Plan:
             python=env.python.executable,
             prefix=prefix,
             torch_dir=env.torch.package_dir,
+            again=f"onboard setup {self.root}" + (" --from-wheel" if self.from_wheel else ""),
         )
         # The files name the final paths, not the staging folder they were written in.
         result.ide_files = [

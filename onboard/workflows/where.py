@@ -12,18 +12,36 @@ is given as ``path:line`` in the checkout and as a GitHub link at the commit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
 from onboard.report import Reporter
 from onboard.workflows.opsource import codegen, live
+from onboard.workflows.opsource.anatomy import (
+    Derivative,
+    EntryPoint,
+    KernelSite,
+    Registration,
+    WhereResult,
+    YamlEntry,
+)
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS
 from onboard.workflows.opsource.paths import SourceLoc
 
+__all__ = [
+    "Derivative",
+    "EntryPoint",
+    "KernelSite",
+    "Registration",
+    "WhereResult",
+    "YamlEntry",
+    "parse_query",
+    "where",
+]
+
 if TYPE_CHECKING:
-    from rich.console import Console
+    pass
 
 OPINFO_FILE = "torch/testing/_internal/common_methods_invocations.py"
 # The Python bindings of torch.X / Tensor.X are generated from the yaml by
@@ -35,258 +53,6 @@ _BINDINGS = {
 }
 _PY_ROOTS = ("torch.", "Tensor.", "F.", "nn.")
 _OP_NAME = re.compile(r"^(?:aten::)?(?P<name>[A-Za-z_]\w*)(?:\.(?P<overload>\w+))?$")
-
-
-@dataclass(frozen=True)
-class EntryPoint:
-    name: str  # torch.nn.functional.linear
-    kind: str  # builtin_function_or_method / function / method_descriptor
-    source: SourceLoc | None  # the Python definition, when it is Python
-    binding: str | None  # the generated C++ binding for builtins
-    top_ops: tuple[str, ...]  # aten ops the call enters first (profiler)
-    dispatched: tuple[str, ...]  # ops that reached the backend (TorchDispatchMode)
-    call_error: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "source": self.source.to_json() if self.source else None,
-            "binding": self.binding,
-            "reaches": list(self.top_ops),
-            "dispatched": list(self.dispatched),
-            "call_error": self.call_error,
-        }
-
-
-@dataclass(frozen=True)
-class YamlEntry:
-    name: str  # trunc.out
-    schema: str
-    kind: str  # functional / inplace / out / mutable / scratch
-    location: SourceLoc
-    variants: tuple[str, ...]
-    structured: bool
-    structured_delegate: str | None
-    dispatch: dict[str, str]
-    tags: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "schema": self.schema,
-            "kind": self.kind,
-            "location": self.location.to_json(),
-            "variants": list(self.variants),
-            "structured": self.structured,
-            "structured_delegate": self.structured_delegate,
-            "dispatch": self.dispatch,
-            "tags": list(self.tags),
-        }
-
-
-@dataclass(frozen=True)
-class Registration:
-    op: str  # aten::trunc
-    key: str  # CPU
-    location: SourceLoc
-    alias: bool
-    inactive: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "key": self.key,
-            "alias": self.alias,
-            "inactive": self.inactive,
-            "location": self.location.to_json(),
-        }
-
-
-@dataclass(frozen=True)
-class KernelSite:
-    role: str  # meta / impl / kernel / stub_declare / stub_define / stub_register / stub_kernel
-    name: str
-    location: SourceLoc
-    keys: tuple[str, ...] = ()  # the dispatch keys that name this kernel
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "role": self.role,
-            "name": self.name,
-            "keys": list(self.keys),
-            "detail": self.detail,
-            "location": self.location.to_json(),
-        }
-
-
-@dataclass(frozen=True)
-class Derivative:
-    name: str
-    location: SourceLoc
-    formulas: dict[str, str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "location": self.location.to_json(), "formulas": self.formulas}
-
-
-@dataclass
-class WhereResult:
-    query: str
-    op: str  # the aten base name (trunc)
-    commit: str | None
-    checkout: str
-    checkout_kind: str
-    entry_points: list[EntryPoint] = field(default_factory=list)
-    yaml_entries: list[YamlEntry] = field(default_factory=list)
-    dispatch: list[Registration] = field(default_factory=list)
-    kernels: list[KernelSite] = field(default_factory=list)
-    kernels_not_found: dict[str, list[str]] = field(default_factory=dict)  # kernel -> keys
-    derivatives: list[Derivative] = field(default_factory=list)
-    opinfo: list[SourceLoc] = field(default_factory=list)
-    decomposes_to: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    limitations: list[str] = field(default_factory=list)
-    generated_dir: str | None = None
-    warm: dict[str, bool] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": True,
-            "query": self.query,
-            "op": self.op,
-            "commit": self.commit,
-            "checkout": self.checkout,
-            "checkout_kind": self.checkout_kind,
-            "entry_points": [e.to_json() for e in self.entry_points],
-            "yaml": [e.to_json() for e in self.yaml_entries],
-            "dispatch_table": [r.to_json() for r in self.dispatch],
-            "kernels": [k.to_json() for k in self.kernels],
-            "kernels_not_found": self.kernels_not_found,
-            "derivatives": [d.to_json() for d in self.derivatives],
-            "opinfo": [o.to_json() for o in self.opinfo],
-            "decomposes_to": self.decomposes_to,
-            "generated_dir": self.generated_dir,
-            "notes": self.notes,
-            "limitations": self.limitations,
-            "cache_warm": self.warm,
-        }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-
-        def loc_line(label: str, loc: SourceLoc | None, extra: str = "") -> None:
-            if loc is None:
-                console.print(f"  {escape(label)}{escape(extra)}")
-                return
-            where = loc.label
-            if loc.generated and not loc.local:
-                where += " (generated by the build, not in git)"
-            elif not loc.in_checkout and not loc.local:
-                where += " (not in this checkout)"
-            console.print(f"  {escape(label)}  [bold]{escape(where)}[/]{escape(extra)}")
-            if loc.text and (verbose or not loc.generated):
-                console.print(f"      [dim]{escape(loc.text.strip())}[/]")
-            if loc.url:
-                console.print(f"      [blue]{escape(loc.url)}[/]")
-
-        console.print(
-            f"[bold]{escape(self.query)}[/] -> aten::{escape(self.op)}  "
-            f"(commit {escape((self.commit or 'unknown')[:12])}, {escape(self.checkout_kind)} "
-            f"checkout {escape(self.checkout)})"
-        )
-        if self.entry_points:
-            console.print("\n[bold cyan]Python entry points[/]")
-            for e in self.entry_points:
-                reaches = ", ".join(e.top_ops) or "?"
-                extra = f"  -> {reaches}"
-                if e.dispatched and list(e.dispatched) != [
-                    t.replace("::", ".") + ".default" for t in e.top_ops
-                ]:
-                    extra += f" (runs {', '.join(e.dispatched)})"
-                if e.source is not None:
-                    loc_line(e.name, e.source, extra)
-                else:
-                    console.print(f"  {escape(e.name)}  [dim]{escape(e.kind)}[/]{escape(extra)}")
-                    if e.binding:
-                        console.print(f"      [dim]binding: {escape(e.binding)}[/]")
-                if e.call_error and verbose:
-                    console.print(f"      [dim]meta call: {escape(e.call_error)}[/]")
-        console.print(f"\n[bold cyan]{NATIVE_FUNCTIONS}[/]")
-        for y in self.yaml_entries:
-            facts = [y.kind]
-            if y.variants:
-                facts.append("variants: " + ", ".join(y.variants))
-            if y.structured:
-                facts.append("structured")
-            if y.structured_delegate:
-                facts.append(f"structured_delegate: {y.structured_delegate}")
-            if y.dispatch:
-                facts.append(
-                    "dispatch: " + ", ".join(f"{k}: {v}" for k, v in y.dispatch.items())
-                    if verbose or len(y.dispatch) <= 4
-                    else f"dispatch: {len(y.dispatch)} keys"
-                )
-            if y.tags:
-                facts.append("tags: " + ", ".join(y.tags))
-            console.print(f"  [bold]{escape(y.location.label)}[/]  {escape(y.schema)}")
-            console.print(f"      [dim]{escape('; '.join(facts))}[/]")
-            if y.location.url:
-                console.print(f"      [blue]{escape(y.location.url)}[/]")
-        if self.dispatch:
-            console.print("\n[bold cyan]Dispatch table (live, from the installed binary)[/]")
-            shown = self.dispatch if verbose else [r for r in self.dispatch if not r.inactive]
-            # trunc, trunc_ and trunc.out usually share one registration line per key.
-            grouped: dict[tuple[str, str], list[Registration]] = {}
-            for r in shown:
-                grouped.setdefault((r.key, r.location.label), []).append(r)
-            for regs in grouped.values():
-                ops = ", ".join(r.op.removeprefix("aten::") for r in regs)
-                loc_line(f"{regs[0].key} ({ops}):", regs[0].location)
-        if self.kernels or self.kernels_not_found:
-            console.print("\n[bold cyan]Kernels in the checkout[/]")
-            for k in self.kernels:
-                label = {
-                    "meta": "meta (TORCH_META_FUNC)",
-                    "impl": "impl (TORCH_IMPL_FUNC)",
-                    "kernel": "kernel",
-                    "stub_declare": "DECLARE_DISPATCH",
-                    "stub_define": "DEFINE_DISPATCH",
-                    "stub_register": "REGISTER_DISPATCH",
-                    "stub_kernel": "stub kernel body",
-                }.get(k.role, k.role)
-                keys = f" [{', '.join(k.keys)}]" if k.keys else ""
-                loc_line(
-                    f"{label} {k.name}{keys}",
-                    k.location,
-                    f"  {k.detail}" if verbose and k.detail else "",
-                )
-        if self.kernels_not_found:
-            missing = "; ".join(
-                f"{name} ({', '.join(keys)})" for name, keys in self.kernels_not_found.items()
-            )
-            console.print(f"  [dim]not found in this checkout: {escape(missing)}[/]")
-        if self.derivatives:
-            console.print(f"\n[bold cyan]{DERIVATIVES}[/]")
-            for d in self.derivatives:
-                loc_line(d.name, d.location)
-                for key, formula in d.formulas.items():
-                    console.print(f"      [dim]{escape(key)}: {escape(formula)}[/]")
-        if self.opinfo:
-            console.print("\n[bold cyan]OpInfo (the op's tests)[/]")
-            for o in self.opinfo:
-                loc_line("", o)
-        if self.decomposes_to:
-            console.print(
-                "\n[dim]On meta tensors the call runs as: "
-                + escape(", ".join(self.decomposes_to))
-                + "[/]"
-            )
-        for note in self.notes:
-            console.print(f"\n[yellow]Note:[/] {escape(note)}")
-        for limit in self.limitations:
-            console.print(f"\n[yellow]Limitation:[/] {escape(limit)}")
 
 
 def parse_query(query: str) -> tuple[str, str, str | None]:
@@ -493,17 +259,15 @@ def where(
 
     # The live dispatch table.
     dumps = entries_answer.get("dumps", {})
+    python_sites: list[KernelSite] = []
     for f in functions:
         op = f"aten::{f['name']}"
         text = dumps.get(op)
         if not text:
             continue
-        for reg in live.parse_dispatch_dump(text):
-            if reg.key == "schema" and not generated:
-                continue
-            result.dispatch.append(
-                Registration(op, reg.key, smap.map(reg.path, reg.line), reg.alias, reg.inactive)
-            )
+        python_side = entries_answer.get("python_kernels", {}).get(op) or {}
+        result.dispatch.extend(_registrations(ctx, op, text, python_side, generated))
+        python_sites.extend(_python_only_kernels(ctx, op, text, python_side))
     if any(r.location.generated and not r.location.local for r in result.dispatch):
         result.notes.append(
             "Files under build/ and torch/csrc/autograd/generated/ are written by the build's "
@@ -514,6 +278,11 @@ def where(
 
     # Kernels in the checkout.
     result.kernels, result.kernels_not_found = _kernels(ctx, functions)
+    placed = {(k.role, k.location.label) for k in result.kernels}
+    for site in python_sites:
+        if (site.role, site.location.label) not in placed:
+            placed.add((site.role, site.location.label))
+            result.kernels.append(site)
     if ws.is_reference:
         limit = ws.limitation(
             "The kernel bodies (TORCH_META_FUNC / TORCH_IMPL_FUNC and the "
@@ -537,6 +306,86 @@ def where(
         )
     result.warm = dict(ctx.warm)
     return result
+
+
+def _registrations(
+    ctx: TreeContext, op: str, dump: str, python_side: dict[str, Any], generated: bool
+) -> list[Registration]:
+    """The dump's lines for one op; a kernel registered from Python shown at its function.
+
+    ``_dispatch_dump`` names only the ``torch.library.Library(...)`` line a Python
+    kernel was registered through (every Meta kernel of torch/_meta_registrations.py
+    reads ``:54``); the op's ``py_kernels`` name the function.
+    """
+    smap = ctx.source_map
+    by_key = {k["key"]: k for k in python_side.get("kernels", []) if k.get("function")}
+    regs = live.parse_dispatch_dump(dump)
+    python_keys = {
+        r.key for r in regs if r.path.endswith(".py") and not r.inactive and r.key in by_key
+    }
+    out: list[Registration] = []
+    for reg in regs:
+        if reg.key == "schema" and not generated:
+            continue
+        at = smap.map(reg.path, reg.line)
+        plain_key = reg.key.removesuffix(" (inactive)")
+        kernel = by_key.get(reg.key) if reg.path.endswith(".py") and not reg.inactive else None
+        if kernel is not None:
+            fn = kernel["function"]
+            out.append(
+                Registration(
+                    op,
+                    reg.key,
+                    smap.map(fn["path"], fn["line"]),
+                    reg.alias,
+                    reg.inactive,
+                    registered_at=at,
+                    implementation=fn["name"],
+                    via=kernel.get("via"),
+                )
+            )
+            continue
+        shadow = None
+        if reg.inactive and plain_key in python_keys:
+            shadow = f"the Python {plain_key} kernel above runs instead"
+        elif reg.inactive:
+            shadow = f"another {plain_key} kernel runs instead"
+        out.append(Registration(op, reg.key, at, reg.alias, reg.inactive, shadowed_by=shadow))
+    return out
+
+
+def _python_only_kernels(
+    ctx: TreeContext, op: str, dump: str, python_side: dict[str, Any]
+) -> list[KernelSite]:
+    """Decompositions and Python-dispatcher kernels: Python code the binary's table does
+    not list, which torch.compile and export run instead of the C++ kernels."""
+    smap = ctx.source_map
+    in_dump = {r.key for r in live.parse_dispatch_dump(dump) if r.path.endswith(".py")}
+    sites: list[KernelSite] = []
+    decomposition = python_side.get("decomposition")
+    if decomposition:
+        sites.append(
+            KernelSite(
+                "decomposition",
+                decomposition["name"],
+                smap.map(decomposition["path"], decomposition["line"]),
+                (),
+                f"{op} in torch._decomp's post_autograd table",
+            )
+        )
+    for kernel in python_side.get("kernels", []):
+        fn = kernel.get("function")
+        if fn and kernel["key"] not in in_dump:
+            sites.append(
+                KernelSite(
+                    "python_dispatcher",
+                    fn["name"],
+                    smap.map(fn["path"], fn["line"]),
+                    (kernel["key"],),
+                    f"{op}: OpOverload.py_kernels[{kernel['key']}]",
+                )
+            )
+    return sites
 
 
 def _base_of(yaml: Any, name: str) -> str:

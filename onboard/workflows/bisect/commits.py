@@ -12,7 +12,6 @@ names the user's own branch: even if onboard is killed with SIGKILL, a plain
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shutil
@@ -47,6 +46,9 @@ _FIRST = re.compile(r"^([0-9a-f]{40}) is the first (\S+) commit", re.M)
 _ONLY_SKIPPED = "There are only 'skip'ped commits left to test."
 _NEXT = re.compile(r"^\[([0-9a-f]{40})\] ?(.*)$", re.M)
 _ROUGHLY = re.compile(r"roughly (\d+) steps?")
+_BLOCKED = re.compile(
+    r"untracked working tree files would be overwritten by checkout:\n(?P<files>(?:\s+\S.*\n?)+)"
+)
 _SHA_LINE = re.compile(r"^([0-9a-f]{40})$", re.M)
 
 
@@ -151,7 +153,7 @@ class CommitBisector:
     ) -> CommitBisect:
         t = self.terms
         candidates = git.count_range(self.repo, old, new, first_parent=self.first_parent)
-        expected = math.ceil(math.log2(candidates)) if candidates > 1 else 0
+        expected = estimate_steps(candidates)
         result = CommitBisect(
             repo=self.repo,
             old=old,
@@ -239,6 +241,17 @@ class CommitBisector:
         text = answer.stdout + answer.stderr
         if answer.ok or _ONLY_SKIPPED in text:
             return text
+        blocked = _BLOCKED.search(text)
+        if blocked:
+            # git could not check out the commit it picked: the bounds are fine.
+            files = [ln.strip() for ln in blocked.group("files").splitlines() if ln.strip()]
+            raise OnboardError(
+                f"git bisect could not check out the next commit in {self.repo}: untracked "
+                f"files would be overwritten by it ({', '.join(files[:5])}"
+                f"{', ...' if len(files) > 5 else ''}).",
+                next_step=f"Move those files out of {self.repo} (`git -C {self.repo} status "
+                "--untracked-files` lists them), then run the bisect again.",
+            )
         raise OnboardError(
             f"git bisect stopped: {text.strip()}",
             next_step="Check that --good is older than --bad (`git merge-base --is-ancestor GOOD "
@@ -363,3 +376,16 @@ def _last_lines(v: Verdict) -> str:
     if not tails:
         return ""
     return " Its last output: " + " | ".join(tails[0].splitlines()[-3:])
+
+
+def estimate_steps(candidates: int) -> int:
+    """The steps git bisect will take over ``candidates`` commits, counted as git counts
+    them (bisect.c: estimate_bisect_steps, plus the step in progress), so the figure
+    printed up front and git's "roughly N steps" at step 1 agree."""
+    if candidates < 2:
+        return 0
+    if candidates < 3:
+        return 1
+    n = candidates.bit_length() - 1  # floor(log2)
+    e = 1 << n
+    return 1 + (n if e < 3 * (candidates - e) else n - 1)

@@ -208,7 +208,8 @@ def point_launch_at(checkout: Path, venv_python: Path) -> IdeChange:
         "configurations": ide.launch_configurations(python, None, checkout, None),
     }
     try:
-        action = ide.write_merged(path, merge, fresh)
+        # A build's workspace is a full checkout (setup without --from-wheel).
+        action = ide.write_merged(path, merge, fresh, again=f"onboard setup {checkout.parent}")
     except OSError as exc:
         raise OnboardError(
             f"Could not update {path}: {exc}.",

@@ -43,9 +43,17 @@ def diagnose(
     reporter: Reporter,
     *,
     cwd: str | os.PathLike[str] | None = None,
+    import_module: str | None = None,
+    command: list[str] | None = None,
 ) -> DoctorReport:
-    """Probe ``python`` (default: the one running onboard) from ``cwd`` and diagnose it."""
+    """Probe ``python`` (default: the one running onboard) from ``cwd`` and diagnose it.
+
+    ``import_module`` also imports that module after torch; ``command`` runs a
+    command (``python script.py``): an extension that will not load is explained.
+    """
     where = os.fspath(cwd) if cwd is not None else os.getcwd()
+    if command is not None:
+        command, python = _command_interpreter(command, python)
     reporter.step(
         f"Probing the torch of {python or 'this Python'} (importing it in a child process)"
     )
@@ -74,6 +82,18 @@ def diagnose(
         found.add(*_runtime(env))
         found.add(*_commit(env))
     facts = build_facts(env)
+    if import_module is not None or command is not None:
+        from onboard.workflows.doctor import extension
+
+        if import_module is not None:
+            reporter.step(f"Importing {import_module} after torch in {env.python.executable}")
+            attempt = extension.attempt_import(env.python.executable, import_module, where)
+        else:
+            assert command is not None
+            reporter.step(f"Running {' '.join(command)}")
+            attempt = extension.attempt_command(command, where, env.sys_path)
+        facts["extension"] = attempt.to_json()
+        found.add(*extension.explain(env, attempt, python, where))
     ws_facts = None
     if workspace is not None:
         reporter.detail(f"checking workspace {workspace.root}")
@@ -81,6 +101,28 @@ def diagnose(
         facts["workspace"] = ws_facts
         found.add(*ws_findings)
     return DoctorReport(env=env, facts=facts, findings=tuple(found.items), workspace=ws_facts)
+
+
+def _command_interpreter(command: list[str], python: str | None) -> tuple[list[str], str | None]:
+    """The interpreter a command runs: --python replaces a leading `python`, else the
+    `python` on PATH is the one probed (not onboard's own)."""
+    if not command:
+        from onboard.errors import BadInput
+
+        raise BadInput(
+            "No command was given after `--`.",
+            next_step="Run `onboard doctor -- python script.py` or "
+            "`onboard doctor --import MODULE`.",
+        )
+    first = os.path.basename(command[0])
+    if not re.fullmatch(r"python[\d.]*", first):
+        return command, python
+    if python:
+        return [python, *command[1:]], python
+    from onboard import proc
+
+    found = proc.which(command[0]) if os.sep not in command[0] else command[0]
+    return command, found or python
 
 
 # --- no torch -------------------------------------------------------------------

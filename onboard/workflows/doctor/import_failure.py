@@ -23,13 +23,13 @@ from onboard import torchenv
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor.report import ERROR, Finding, short_message
 
-_UNDEFINED_RE = re.compile(r"(?P<obj>/[^\s:]+): undefined symbol: (?P<sym>\S+)")
-_CANNOT_OPEN_RE = re.compile(r"(?P<lib>[^\s:/]+\.so[\w.]*): cannot open shared object file")
-_VERSION_RE = re.compile(
+UNDEFINED_RE = re.compile(r"(?P<obj>/[^\s:]+): undefined symbol: (?P<sym>\S+)")
+CANNOT_OPEN_RE = re.compile(r"(?P<lib>[^\s:/]+\.so[\w.]*): cannot open shared object file")
+VERSION_RE = re.compile(
     r"(?P<lib>\S+): version `(?P<ver>[^']+)' not found \(required by (?P<obj>[^)]+)\)"
 )
 _NO_C_RE = re.compile(r"No module named 'torch\._C'|cannot import name '_C'")
-_BAD_ELF_RE = re.compile(r"wrong ELF class|invalid ELF header|cannot open shared object file: Exec")
+BAD_ELF_RE = re.compile(r"wrong ELF class|invalid ELF header|cannot open shared object file: Exec")
 _CUDA_LIB_RE = re.compile(r"^lib(cu|nv|cudnn|nccl|cusparse|cufft|curand|cublas|cupti)")
 _TORCH_LIB_RE = re.compile(r"^lib(c10|torch|shm|gomp|aoti)")
 
@@ -63,18 +63,18 @@ def explain(env: TorchEnv, python: str | None, cwd: str | None) -> list[Finding]
         mismatch = ctx.python_mismatch_finding()
         return [*findings, mismatch] if mismatch else findings
 
-    undefined = _UNDEFINED_RE.search(text)
-    cannot_open = _CANNOT_OPEN_RE.search(text)
-    version = _VERSION_RE.search(text)
+    undefined = UNDEFINED_RE.search(text)
+    cannot_open = CANNOT_OPEN_RE.search(text)
+    version = VERSION_RE.search(text)
     if version:
         findings.append(
             ctx.symbol_version(version.group("lib"), version.group("ver"), version.group("obj"))
         )
     elif undefined:
         findings.append(ctx.undefined_symbol(Path(undefined.group("obj")), undefined.group("sym")))
-    elif cannot_open and not _BAD_ELF_RE.search(text):
+    elif cannot_open and not BAD_ELF_RE.search(text):
         findings.append(ctx.missing_library(cannot_open.group("lib")))
-    elif _BAD_ELF_RE.search(text):
+    elif BAD_ELF_RE.search(text):
         findings.append(ctx.bad_elf())
     elif _NO_C_RE.search(text) or not ctx.matching_exts():
         findings.append(ctx.no_extension())
@@ -112,6 +112,10 @@ class _Context:
         self._python_evidence: list[str] | None = None
         self._built_for: str | None = None
 
+    # What failed to load, as the findings name it (an extension's subclass says its own).
+    what = "`import torch`"
+    subject = "torch's C extension"
+
     # --- what the extension files say ---------------------------------------
 
     def matching_exts(self) -> list[Path]:
@@ -122,6 +126,10 @@ class _Context:
             for e in self.exts
             if e.name.endswith(py.ext_suffix) or e.name.endswith(".abi3.so") or e.name == "_C.so"
         ]
+
+    def loadable(self) -> str:
+        """The file names this interpreter would load for the extension."""
+        return f"`_C{self.env.python.ext_suffix}`"
 
     def foreign_exts(self) -> list[Path]:
         mine = set(self.matching_exts())
@@ -152,7 +160,7 @@ class _Context:
             if not matching:
                 evidence.append(
                     f"{ext.name} is named for {tag} (Python {tag_version or '?'}), while this "
-                    f"interpreter only loads `_C{py.ext_suffix}` (SOABI {py.soabi})"
+                    f"interpreter only loads {self.loadable()} (SOABI {py.soabi})"
                 )
         for obj in self.objects():
             link = elf.read_linkage(obj)
@@ -188,11 +196,11 @@ class _Context:
         return Finding(
             "extension-python-mismatch",
             ERROR,
-            f"torch's C extension was built for {built}, this interpreter is Python {py.version}",
-            f"`import torch` fails with: {self.said} Reading the extension: "
+            f"{self.subject} was built for {built}, this interpreter is Python {py.version}",
+            f"{self.what} fails with: {self.said} Reading the extension: "
             + "; ".join(evidence)
             + ". A CPython extension only loads into the Python version (and ABI flags) it was "
-            "compiled for, so this torch cannot work in this interpreter.",
+            f"compiled for, so {self.subject} cannot work in this interpreter.",
             self._reinstall_fix(f"pip then picks the wheel tagged for {py.soabi or py.version}")
             + (
                 f", or run it with the Python {self._built_for} it was built for"
@@ -230,7 +238,7 @@ class _Context:
                 ERROR,
                 f"{obj.name} needs the Python C API function {symbol}, which this Python "
                 f"{self.env.python.version} does not have",
-                f"`import torch` fails with: {self.said} The extension was compiled against "
+                f"{self.what} fails with: {self.said} The extension was compiled against "
                 "another Python version's headers.",
                 self._reinstall_fix("pip then picks the wheel for this Python") + ".",
             )
@@ -247,7 +255,7 @@ class _Context:
                 "extension-symbol-missing",
                 ERROR,
                 f"{obj.name} needs a C++ function no library of this torch defines",
-                f"`import torch` fails with: {self.said} The missing function is "
+                f"{self.what} fails with: {self.said} The missing function is "
                 f"`{names[symbol]}`. Neither its C++11-ABI nor its old-ABI form is in torch's "
                 "libraries, so the extension was built against a different torch version (the "
                 "function's signature changed or it was removed).",
@@ -257,7 +265,7 @@ class _Context:
             "extension-symbol-missing",
             ERROR,
             f"{obj.name} needs the symbol {symbol}, which nothing loaded defines",
-            f"`import torch` fails with: {self.said}",
+            f"{self.what} fails with: {self.said}",
             self._owner_fix(obj),
         )
 
@@ -284,7 +292,7 @@ class _Context:
             "extension-cxx-abi-mismatch",
             ERROR,
             f"{obj.name} was compiled with {wants}, torch's {lib} with {has}",
-            f"`import torch` fails with: {self.said} {obj.name} needs "
+            f"{self.what} fails with: {self.said} {obj.name} needs "
             f"`{elf.readable(twin.wanted_demangled)}`, but {lib} defines only "
             f"`{elf.readable(twin.found_demangled)}`: the same "
             "function with std::string mangled the other way. Code compiled with "
@@ -337,7 +345,7 @@ class _Context:
                 "libstdcxx-too-old",
                 ERROR,
                 "the libstdc++ this Python loads is older than the one torch was built with",
-                f"`import torch` fails with: {self.said} {Path(obj).name} needs {version}, "
+                f"{self.what} fails with: {self.said} {Path(obj).name} needs {version}, "
                 f"and the libstdc++ the loader picks here ({loaded}) provides versions only up to "
                 f"{newest}. {cause}",
                 fix,
@@ -350,7 +358,7 @@ class _Context:
             "glibc-too-old",
             ERROR,
             f"this system's {lib_name} is older than torch needs ({version})",
-            f"`import torch` fails with: {self.said} Wheels are built for a minimum glibc "
+            f"{self.what} fails with: {self.said} Wheels are built for a minimum glibc "
             "(the manylinux tag in the wheel name); this system's is older.",
             "Use a newer Linux (or a container with one), or a torch release whose wheel tag "
             "this system supports (`pip debug --verbose` lists them).",
@@ -372,7 +380,7 @@ class _Context:
                 "cuda-libraries-missing",
                 ERROR,
                 f"the CUDA library {lib} that this CUDA build of torch needs is not installed",
-                f"`import torch` fails with: {self.said} {who} needs it. CUDA wheels from "
+                f"{self.what} fails with: {self.said} {who} needs it. CUDA wheels from "
                 "PyPI load the CUDA runtime from the nvidia-* pip packages they depend on; "
                 "those are missing or were removed.",
                 f"Reinstall torch with its dependencies: `{self.exe} -m pip install "
@@ -384,7 +392,7 @@ class _Context:
                 "torch-install-incomplete",
                 ERROR,
                 f"torch's own library {lib} is missing from {self.torch_dir / 'lib'}",
-                f"`import torch` fails with: {self.said} {who} needs it: the install is "
+                f"{self.what} fails with: {self.said} {who} needs it: the install is "
                 "incomplete (an interrupted install, or files removed by hand).",
                 f"Reinstall torch: `{self.exe} -m pip install --force-reinstall --no-deps "
                 f"{self.pin}`.",
@@ -393,7 +401,7 @@ class _Context:
             "library-missing",
             ERROR,
             f"{who} needs {lib}, which the loader cannot find",
-            f"`import torch` fails with: {self.said}",
+            f"{self.what} fails with: {self.said}",
             f"Install the package that provides {lib} or add its folder to LD_LIBRARY_PATH.",
         )
 
@@ -404,7 +412,7 @@ class _Context:
             "extension-wrong-platform",
             ERROR,
             "torch's compiled files are for another platform or are damaged",
-            f"`import torch` fails with: {self.said} This machine is {platform.machine()}.",
+            f"{self.what} fails with: {self.said} This machine is {platform.machine()}.",
             f"Reinstall torch: `{self.exe} -m pip install --force-reinstall --no-deps {self.pin}`.",
         )
 
@@ -416,7 +424,7 @@ class _Context:
             "torch-extension-missing",
             ERROR,
             f"the torch package at {self.torch_dir} has no compiled C extension (torch._C)",
-            f"`import torch` fails with: {self.said} A torch/ folder without `_C*.so` is a "
+            f"{self.what} fails with: {self.said} A torch/ folder without `_C*.so` is a "
             "source tree that was never built, or a broken install.",
             (
                 "Build it (`onboard build`) or run Python from another folder so the installed "

@@ -285,6 +285,15 @@ def fact_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
     bp = t["build_prefix"]
     rows.append(("build prefix", f"{bp['prefix'] or 'not found'} ({bp['method']})"))
     rows.append(("debug info", t["debug_info_summary"]))
+    ext = facts.get("extension")
+    if ext:
+        state = (
+            "works"
+            if ext["ok"]
+            else f"{ext['error']['type']}: "
+            + (str(ext["error"]["message"]).strip().splitlines() or [""])[0]
+        )
+        rows.append((ext["what"], state))
     ws = facts.get("workspace")
     if ws:
         rows.append(("workspace", f"{ws['root']} (checkout {ws.get('head') or 'missing'})"))

@@ -144,8 +144,7 @@ def scaffold(
             )
         raise BadInput(
             f"aten::{name} already exists: {where}. A new op needs a name of its own.",
-            next_step=f"To practise on the same pattern, run `onboard new-op {practice} "
-            f"--like {name}`.",
+            next_step=_practice_step(ws, name, practice, yaml_text),
         )
     shadowed = names.python_definition(checkout, name)
     if shadowed:
@@ -197,6 +196,33 @@ def scaffold(
         ]
     result.seconds = time.monotonic() - start
     return result
+
+
+def _practice_step(ws: Workspace, name: str, practice: str, yaml_text: str) -> str:
+    """A new-op command for practising on ``name`` that new-op will accept as printed.
+
+    ``--like`` only when the op is a structured pointwise op (the pattern new-op
+    copies) and the installed torch has it (an op scaffolded here earlier exists
+    only in the checkout: its family is copied from the manifest instead).
+    """
+    from onboard.workflows.newop import manifest
+
+    if name in manifest.names(ws.root):
+        earlier = manifest.load(ws.root, name).family
+        like = f" --like {earlier.like}" if earlier.like else ""
+        kind = f" --kind {earlier.kind}" if not earlier.like and earlier.kind != "unary" else ""
+        return (
+            f"aten::{name} was scaffolded in this workspace (the installed torch does not "
+            f"have it); to practise on the same pattern, run `onboard new-op {practice}"
+            f"{like}{kind}`."
+        )
+    if families.likable(yaml_text, name):
+        return f"To practise on the same pattern, run `onboard new-op {practice} --like {name}`."
+    return (
+        f"new-op scaffolds structured pointwise ops and `{name}` is not one, so it cannot be "
+        f"copied with --like; to practise, run `onboard new-op {practice}` (unary) or "
+        f"`onboard new-op {practice} --kind binary`."
+    )
 
 
 def commit_message(name: str, plan: Plan) -> str:

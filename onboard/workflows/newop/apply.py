@@ -49,7 +49,9 @@ def preflight(checkout: Path, plan: Plan, branch: str) -> None:
         )
     dirty = git.tracked_changes(checkout)
     if dirty:
-        shown = ", ".join(line[3:] for line in dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        shown = ", ".join(git.porcelain_path(line) for line in dirty[:5]) + (
+            " ..." if len(dirty) > 5 else ""
+        )
         raise OnboardError(
             f"The checkout has uncommitted changes to tracked files ({shown}); new-op commits "
             "its scaffold on a new branch and will not mix your changes into it.",

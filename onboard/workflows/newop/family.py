@@ -87,10 +87,12 @@ def _entry_blocks(yaml_text: str, name: str) -> dict[str, str]:
     return blocks
 
 
-def like(
-    checkout: Path, op: str, kind: str | None, python: str, yaml_text: str, cwd: Path
-) -> Family:
-    """The family of the existing op ``op``, read from the checkout and the installed torch."""
+def pattern_of(yaml_text: str, op: str, kind: str | None = None) -> tuple[str, dict[str, str]]:
+    """(unary|binary, the op's yaml blocks) when ``op`` can be copied with ``--like``.
+
+    Raises BadInput saying why not (no entry, another schema, not a structured
+    TensorIterator op). Read from the yaml alone: no torch is asked.
+    """
     blocks = _entry_blocks(yaml_text, op)
     functional = blocks.get(op)
     if functional is None:
@@ -125,6 +127,24 @@ def like(
             next_step="Pick a structured pointwise op, e.g. `--like trunc`, `--like sin` "
             "or `--like hypot`.",
         )
+    return op_kind, blocks
+
+
+def likable(yaml_text: str, op: str) -> bool:
+    """Whether ``--like op`` passes the yaml checks (what a suggestion must know)."""
+    try:
+        pattern_of(yaml_text, op)
+    except BadInput:
+        return False
+    return True
+
+
+def like(
+    checkout: Path, op: str, kind: str | None, python: str, yaml_text: str, cwd: Path
+) -> Family:
+    """The family of the existing op ``op``, read from the checkout and the installed torch."""
+    op_kind, blocks = pattern_of(yaml_text, op, kind)
+    functional = blocks[op]
     base = default(op_kind)
     header, stub_type = _stub_declaration(checkout, op, base)
     variants = "function, method"

@@ -397,7 +397,9 @@ class _OpCheck:
 
         meta_impl = self.files.get("meta/impl", f"aten/src/ATen/native/{name}.cpp")
         found = {
-            "declared": find(rf"DECLARE_DISPATCH\([^;]*\b{stub}\s*\)", (".h",)),
+            # One DECLARE_DISPATCH(...) call: no ';' ends them now, so `[^;]*` ran from
+            # the header's first declaration (abs_stub) to this one and named its line.
+            "declared": find(rf"DECLARE_DISPATCH\((?:[^;()]|\([^()]*\))*?\b{stub}\s*\)", (".h",)),
             "defined": find(rf"DEFINE_DISPATCH\(\s*{stub}\s*\)", (".cpp",)),
             "called": find(rf"\b{stub}\s*\(\s*device_type\(\)", (".cpp",)),
             "registered for CPU": find(rf"REGISTER_DISPATCH\(\s*{stub}\s*,", (".cpp",), "cpu"),

@@ -3,6 +3,7 @@
 # in one run and prints one JSON object after MARKER.
 #   argv[1]: JSON {"entries": [dotted names], "ops": ["aten::trunc", ...], "record": bool}
 import contextlib
+import functools
 import importlib
 import inspect
 import io
@@ -174,6 +175,59 @@ def overloads(top):
     return found
 
 
+def source_of(fn):
+    """{path, line, name} of a Python function: the line of its `def`, past decorators."""
+    target = inspect.unwrap(fn)
+    if isinstance(target, functools.partial):
+        target = inspect.unwrap(target.func)
+    try:
+        path = inspect.getsourcefile(target)
+        lines, start = inspect.getsourcelines(target)
+    except (TypeError, OSError):
+        return None
+    name = getattr(target, "__name__", "")
+    for i, text in enumerate(lines[:40]):
+        if text.lstrip().startswith(("def ", "async def ")) and name in text:
+            start += i
+            break
+    qualname = getattr(target, "__qualname__", name)
+    return {"path": path, "line": start, "name": f"{target.__module__}.{qualname}"}
+
+
+def python_kernels(name):
+    """The Python side of ONE op overload's dispatch, as plain JSON-able data.
+
+    `kernels`: each dispatch key with a Python kernel (OpOverload.py_kernels: what
+    torch.library and torch._meta_registrations register), the function that
+    implements it and which registry it came from; `decomposition`: the
+    torch._decomp entry torch.compile and export use. Kept per op so that an
+    index of the whole dispatch table can call it op by op.
+    """
+    ns, _, rest = name.partition("::")
+    base, _, overload = rest.partition(".")
+    try:
+        op = getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
+    except (AttributeError, RuntimeError) as exc:
+        return {"kernels": [], "decomposition": None, "error": str(exc).splitlines()[0]}
+    from torch._decomp import global_decomposition_table
+
+    tables = [(kind, global_decomposition_table[kind].get(op)) for kind in
+              ("meta", "post_autograd", "pre_autograd")]  # fmt: skip
+    kernels = []
+    for key, fn in list(op.py_kernels.items()):
+        key_name = key.name if isinstance(key, torch._C.DispatchKey) else getattr(
+            key, "__qualname__", str(key)
+        )  # fmt: skip
+        via = next((kind for kind, entry in tables if entry is fn), None)
+        kernels.append({"key": key_name, "function": source_of(fn), "via": via})
+    decomposition = global_decomposition_table["post_autograd"].get(op)
+    return {
+        "kernels": kernels,
+        "decomposition": source_of(decomposition) if decomposition is not None else None,
+        "error": None,
+    }
+
+
 ops = list(request.get("ops", []))
 for entry in out["entries"]:
     if request.get("group_overloads"):
@@ -184,7 +238,12 @@ for entry in out["entries"]:
     for name in entry.get("top_ops", []) + [op_name(d) for d in entry.get("dispatched", [])]:
         if name not in ops:
             ops.append(name)
+out["python_kernels"] = {}
 for name in ops:
+    try:
+        out["python_kernels"][name] = python_kernels(name)
+    except Exception as exc:  # one op's registries must not cost the others' answers
+        out["python_kernels"][name] = {"kernels": [], "decomposition": None, "error": str(exc)}
     try:
         out["dumps"][name] = torch._C._dispatch_dump(name)
     except Exception as exc:

@@ -1,12 +1,16 @@
 """The check index: every site that can raise or warn with a literal message.
 
-C++: ``TORCH_CHECK`` and its ``TORCH_CHECK_*`` kinds, ``TORCH_INTERNAL_ASSERT``,
-``AT_ERROR``, ``TORCH_WARN*``, ``C10_THROW_ERROR`` (c10/util/Exception.h) in
-.cpp/.h/.cu files under aten/src, c10 and torch/csrc. Python: ``raise X(...)``,
-``warnings.warn(...)`` and ``torch._check*(...)`` under torch/. Each site keeps
-its message as literal pieces: the runtime values (``self.sizes()[0]``, an
-f-string field) are the gaps between them, so "(2x3 and 4x5)" matches
-``"(", a, "x", b, " and ", ...``.
+C++: every call of a check/error/warning macro family (``TORCH_CHECK``, its
+typed ``TORCH_CHECK_*`` kinds, ``TORCH_SYM_CHECK``, ``TORCH_MAYBE_SYM_CHECK``,
+internal asserts, ``TORCH_WARN*``, ``C10_THROW_ERROR``, a file's own macros
+built on them) in .cpp/.h/.cu files under aten/src, c10, torch/csrc and
+torch/headeronly. The families, what each adds to the message and the Python
+exception it raises are read from the tree's own headers (``macros.py``).
+Python: ``raise X(...)`` (also after ``if ...:`` on one line, and a message
+built in a variable first), ``warnings.warn(...)`` and ``torch._check*(...)``
+under torch/. Each site keeps its message as literal pieces: runtime values
+(``self.sizes()[0]``, an f-string field, a ``%s``) are the gaps between them,
+so "(2x3 and 4x5)" matches ``"(", a, "x", b, " and ", ...``.
 
 The index is cached per checkout and commit, one record per folder with the
 folder's mtime, so an added file re-reads only its folder.
@@ -14,98 +18,136 @@ folder's mtime, so an added file re-reads only its folder.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from onboard.report import Reporter
-from onboard.workflows.opsource import cache, scan
+from onboard.workflows.opsource import cache, macros, scan
 
-CPP_ROOTS = ("aten/src", "c10", "torch/csrc")
+CPP_ROOTS = ("aten/src", "c10", "torch/csrc", "torch/headeronly")
 PY_ROOTS = ("torch",)
+INDEX_FORMAT = 2  # the shape of one file's record; bump when it changes
 
-_CPP_CHECK = re.compile(
-    r"\b(TORCH_CHECK(?:_[A-Z_]+)?|TORCH_INTERNAL_ASSERT(?:_DEBUG_ONLY)?|AT_ERROR"
-    r"|TORCH_WARN(?:_ONCE|_DEPRECATION)?|C10_THROW_ERROR|AT_ASSERTM)\s*\("
-)
-# These take (a, b) and stream their message with <<: nothing literal to index.
-_NO_MESSAGE = re.compile(r"^TORCH_CHECK_(?:EQ|NE|LE|LT|GE|GT|NOTNULL)$")
-_PY_CHECK = re.compile(
-    r"^[ \t]*(?:raise[ \t]+(?P<exc>[\w.]+)[ \t]*\("
-    r"|(?P<call>warnings\.warn|torch\._check\w*)[ \t]*\()",
-    re.M,
-)
+# No leading \b or ^: a literal first word keeps the regex engine's fast search.
+_PY_RAISE = re.compile(r"raise[ \t]+(?P<exc>[\w.]+)[ \t]*\(")
+_PY_CALL = re.compile(r"(?P<call>warnings\.warn|torch\._check\w*)[ \t]*\(")
+_WARN_CATEGORY = re.compile(r",\s*(?:category\s*=\s*)?(?:warnings\.)?([A-Z]\w*Warning)\b")
 _MIN_PIECE = 3
+_FIRST_ARG = re.compile(r"\s*((?:::)?[\w:]+)\s*[,)]")
 
 
-def _message_args(macro: str, args: list[list[str]]) -> list[str]:
-    """The literal pieces of the arguments that make the message (not the condition)."""
-    if macro in ("AT_ERROR",) or macro.startswith("TORCH_WARN"):
-        chosen = args
-    elif macro == "TORCH_CHECK_WITH":
-        chosen = args[2:]
-    else:  # (cond, msg...) and C10_THROW_ERROR(ErrorType, msg...)
-        chosen = args[1:]
-    return [p for arg in chosen for p in arg]
+def _has_literal(args: list[list[str]]) -> bool:
+    return any(len(p.strip()) >= _MIN_PIECE for arg in args for p in arg)
 
 
-def scan_cpp(text: str) -> list[list[Any]]:
-    """[[line, macro, [pieces]]] for one C/C++ file."""
-    if "TORCH_" not in text and "AT_ERROR" not in text and "C10_THROW" not in text:
-        return []
+def scan_cpp(text: str) -> dict[str, Any]:
+    """{"s": [[line, macro, [[pieces of each argument]], type argument]], "d": [#defines]}."""
+    record: dict[str, Any] = {}
+    defines = macros.scan_defines(text)
+    if defines:
+        record["d"] = defines
+    calls = macros.macro_calls(text)
+    if not calls:
+        return record
     starts = scan.line_starts_of(text)
     sites: list[list[Any]] = []
-    for mo in _CPP_CHECK.finditer(text):
-        macro = mo.group(1)
-        if _NO_MESSAGE.match(macro):
-            continue
-        line = scan.line_of(text, mo.start(), starts)
+    for call in calls:
+        macro = call.name
+        line = scan.line_of(text, call.start, starts)
         line_start = starts[line - 1]
-        head = text[line_start : mo.start()].lstrip()
-        # A macro's own definition (c10/util/Exception.h) is not a site.
+        head = text[line_start : call.start].lstrip()
+        # A macro's own definition is not a site.
         if head.startswith("#") or (
             line >= 2 and text[starts[line - 2] : line_start].rstrip().endswith("\\")
         ):
             continue
-        if head.startswith("//") or head.startswith("*"):
+        if head.startswith(("//", "*")):
             continue
-        args, _end = scan.cpp_arguments(text, mo.end() - 1)
-        pieces = [p for p in _message_args(macro, args) if p.strip()]
-        if pieces and max(len(p.strip()) for p in pieces) >= _MIN_PIECE:
-            sites.append([line, macro, pieces])
-    return sites
+        args, _end = scan.cpp_arguments(text, call.open_paren)
+        if not _has_literal(args):
+            continue
+        first = _FIRST_ARG.match(text, call.open_paren + 1)
+        sites.append([line, macro, args, first.group(1) if first else None])
+    if sites:
+        record["s"] = sites
+    return record
+
+
+def _message_variable(text: str, start: int, name: str) -> list[str]:
+    """The pieces of ``name = ...`` (and ``name += ...``) in the lines above a raise."""
+    window = text[max(0, start - 4000) : start]
+    offset = max(0, start - 4000)
+    assigns = list(re.finditer(rf"^[ \t]*{re.escape(name)}[ \t]*(\+?)=[ \t]*", window, re.M))
+    first = next((i for i in range(len(assigns) - 1, -1, -1) if not assigns[i].group(1)), None)
+    if first is None:
+        return []
+    pieces: list[str] = []
+    for mo in assigns[first:]:
+        at = offset + mo.end()
+        if text[at : at + 1] in "([{":
+            found, _end = scan.py_call_strings(text, at)
+        else:
+            end = text.find("\n", at)
+            found, _end = scan.py_call_strings("(" + text[at : end if end >= 0 else None] + ")", 0)
+        pieces.extend(found)
+    return pieces
 
 
 def scan_python(text: str) -> list[list[Any]]:
+    """[[line, kind, [pieces]]]: kind is the exception raised, ``warnings.warn:Category``
+    or the ``torch._check*`` function."""
     if "raise" not in text and "warn" not in text and "_check" not in text:
         return []
     starts = scan.line_starts_of(text)
     sites: list[list[Any]] = []
-    for mo in _PY_CHECK.finditer(text):
-        kind = mo.group("exc") or mo.group("call")
-        pieces, _end = scan.py_call_strings(text, mo.end() - 1)
+    found = [*_PY_RAISE.finditer(text), *_PY_CALL.finditer(text)]
+    for mo in sorted(found, key=lambda m: m.start()):
+        line_start = text.rfind("\n", 0, mo.start()) + 1
+        head = text[line_start : mo.start()].strip()
+        # A statement of its own, or the body of a one-line `if ...:` / `else:`.
+        if head and not (mo.re is _PY_RAISE and head.endswith((":", ";"))):
+            continue
+        if mo.start() > 0 and (text[mo.start() - 1].isalnum() or text[mo.start() - 1] in "_."):
+            continue
+        open_paren = mo.end() - 1
+        pieces, end = scan.py_call_strings(text, open_paren)
+        call = mo.groupdict().get("call")
+        exc = mo.groupdict().get("exc")
+        if call == "warnings.warn":
+            category = _WARN_CATEGORY.search(text, open_paren, end)
+            kind = f"warnings.warn:{category.group(1) if category else 'UserWarning'}"
+        else:
+            kind = exc or call or ""
+        if not pieces and exc:
+            bare = re.fullmatch(r"\(\s*(\w+)\s*\)", text[open_paren:end])
+            if bare:
+                pieces = _message_variable(text, mo.start(), bare.group(1))
         if pieces and max(len(p.strip()) for p in pieces) >= _MIN_PIECE:
-            sites.append(
-                [scan.line_of(text, mo.start(), starts) + _leading_newlines(mo), kind, pieces]
-            )
+            sites.append([scan.line_of(text, mo.start(), starts), kind, pieces])
     return sites
 
 
-def _leading_newlines(mo: re.Match[str]) -> int:
-    return mo.group(0).count("\n")
-
-
-def _scan_file(root: Path, rel: str) -> list[list[Any]]:
+def _scan_file(root: Path, rel: str) -> dict[str, Any]:
     text = scan.read(root / rel)
-    return scan_python(text) if rel.endswith(".py") else scan_cpp(text)
+    if rel.endswith(".py"):
+        sites = scan_python(text)
+        return {"s": sites} if sites else {}
+    return scan_cpp(text)
+
+
+def _cpp_folder(rel: str) -> bool:
+    return not rel.startswith("torch/") or rel.startswith(("torch/csrc", "torch/headeronly"))
 
 
 def _wanted(rel: str) -> bool:
     if rel.endswith(".py"):
         return rel.startswith("torch/")
-    return rel.endswith(scan.CPP_SUFFIXES)
+    return rel.endswith(scan.CPP_SUFFIXES) and _cpp_folder(rel)
 
 
 def _build(root: Path, reporter: Reporter) -> dict[str, Any]:
@@ -113,14 +155,14 @@ def _build(root: Path, reporter: Reporter) -> dict[str, Any]:
     py, py_folders = scan.walk(root, PY_ROOTS, (".py",))
     files = sorted(set(cpp) | set(py))
     folders = sorted({*cpp_folders, *py_folders})
-    out: dict[str, list[list[Any]]] = {}
+    out: dict[str, dict[str, Any]] = {}
     with reporter.task(
         "Indexing TORCH_CHECK and raise sites (once per commit)", total=len(files)
     ) as task:
         for i, rel in enumerate(files):
-            sites = _scan_file(root, rel)
-            if sites:
-                out[rel] = sites
+            record = _scan_file(root, rel)
+            if record:
+                out[rel] = record
             if i % 500 == 0:
                 task.update(completed=i, detail=rel)
         task.update(completed=len(files))
@@ -164,37 +206,125 @@ def _refresh(root: Path, data: dict[str, Any]) -> bool:
         for entry in os.scandir(folder):
             child = f"{prefix}{entry.name}"
             if entry.is_file() and _wanted(child):
-                sites = _scan_file(root, child)
-                if sites:
-                    files[child] = sites
+                record = _scan_file(root, child)
+                if record:
+                    files[child] = record
             elif entry.is_dir() and child not in folders and entry.name not in scan.SKIP_DIRS:
-                suffixes = (
-                    (".py",)
-                    if child.startswith("torch/") and not child.startswith("torch/csrc")
-                    else scan.CPP_SUFFIXES
-                )
+                suffixes = (".py",) if not _cpp_folder(child) else scan.CPP_SUFFIXES
                 new_files, new_folders = scan.walk(root, (child,), suffixes)
                 for new_folder in new_folders:
                     folders[str(new_folder.relative_to(root))] = _mtime(new_folder)
                 for new_file in new_files:
-                    sites = _scan_file(root, new_file)
-                    if sites:
-                        files[new_file] = sites
+                    record = _scan_file(root, new_file)
+                    if record:
+                        files[new_file] = record
     return True
+
+
+# --- the sites, with their families resolved --------------------------------------
+
+
+class Site(NamedTuple):
+    """One check site with its family resolved (a tuple: ~16k are made per run)."""
+
+    path: str
+    line: int
+    macro: str  # TORCH_CHECK_VALUE, raise ValueError -> "raise ValueError", torch._check_index
+    pieces: tuple[str, ...]
+    raises: str  # the Python exception or warning category it arrives as
+    kind: str  # check / assert / warn / raise
+    needle: str  # its longest piece, whitespace normalised: the quick test against a message
+
+
+def _site(path: str, line: int, macro: str, pieces: list[str], raises: str, kind: str) -> Site:
+    needle = " ".join(max(pieces, key=len).split())
+    return Site(path, line, macro, tuple(pieces), raises, kind, needle)
 
 
 @dataclass
 class CheckIndex:
     root: Path
-    files: dict[str, list[list[Any]]]
+    files: dict[str, dict[str, Any]]
     warm: bool
+    families: dict[str, macros.Family] = field(default_factory=dict)
+    python_exceptions: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the index could not read from the tree
+    _sites: list[Site] | None = None
 
     def site_count(self) -> int:
-        return sum(len(v) for v in self.files.values())
+        return len(self.sites())
+
+    def sites(self) -> list[Site]:
+        if self._sites is None:
+            self._sites = self._resolve()
+        return self._sites
+
+    def _resolve(self) -> list[Site]:
+        headers = {
+            rel: rec["d"]
+            for rel, rec in self.files.items()
+            if "d" in rec and rel.endswith((".h", ".hpp", ".cuh"))
+        }
+        self.families = macros.resolve(headers)
+        if macros.EXCEPTION_HEADER not in headers or "TORCH_CHECK" not in self.families:
+            self.notes.append(
+                f"{macros.EXCEPTION_HEADER} is not in this tree, so only TORCH_CHECK, "
+                "TORCH_CHECK_WITH, TORCH_INTERNAL_ASSERT, AT_ERROR, C10_THROW_ERROR and "
+                "TORCH_WARN* were recognised (as torch 2.13 defines them)"
+            )
+            self.families = {**_FALLBACK, **self.families}
+        header = scan.read(self.root / macros.PYTHON_EXCEPTIONS_HEADER)
+        self.python_exceptions = macros.python_exceptions(header) or dict(
+            macros.DEFAULT_PYTHON_EXCEPTIONS
+        )
+        py_checks = macros.python_checks(scan.read(self.root / macros.TORCH_INIT))
+        sites: list[Site] = []
+        for rel, rec in self.files.items():
+            if rel.endswith(".py"):
+                sites.extend(self._python_site(rel, s, py_checks) for s in rec.get("s", ()))
+                continue
+            families = self.families
+            if "d" in rec and not rel.endswith((".h", ".hpp", ".cuh")):
+                families = macros.resolve({rel: rec["d"]}, base=self.families)
+            for line, macro, args, type_arg in rec.get("s", ()):
+                family = families.get(macro)
+                if family is None or not family.fires:
+                    continue
+                pieces = [p for p in family.message_pieces(args) if p.strip()]
+                if not pieces or max(len(p.strip()) for p in pieces) < _MIN_PIECE:
+                    continue
+                raises = macros.python_type(
+                    family.error_of(type_arg), family.kind, self.python_exceptions
+                )
+                sites.append(_site(rel, line, macro, pieces, raises, family.kind))
+        return sites
+
+    @staticmethod
+    def _python_site(rel: str, site: list[Any], py_checks: dict[str, str]) -> Site:
+        line, kind, pieces = site
+        if kind.startswith("warnings.warn"):
+            return _site(rel, line, "warnings.warn", pieces, kind.split(":")[1], "warn")
+        if kind.startswith("torch._check"):
+            return _site(rel, line, kind, pieces, py_checks.get(kind, "RuntimeError"), "check")
+        return _site(rel, line, f"raise {kind}", pieces, kind.rsplit(".", 1)[-1], "raise")
+
+
+_FALLBACK = {
+    name: macros.Family(name, kind, error, type_param, (msg,), msg, None)
+    for name, kind, error, type_param, msg in (
+        ("TORCH_CHECK", macros.CHECK, "Error", None, 1),
+        ("TORCH_CHECK_WITH", macros.CHECK, None, 0, 2),
+        ("TORCH_INTERNAL_ASSERT", macros.ASSERT, "Error", None, 1),
+        ("AT_ERROR", macros.CHECK, "Error", None, 0),
+        ("TORCH_WARN", macros.WARN, "UserWarning", None, 0),
+        ("TORCH_WARN_ONCE", macros.WARN, "UserWarning", None, 0),
+    )
+}
+_FALLBACK["C10_THROW_ERROR"] = macros.Family("C10_THROW_ERROR", macros.CHECK, None, 0, (1,), None)
 
 
 def load(root: Path, tree_id: str, reporter: Reporter, *, refresh: bool = False) -> CheckIndex:
-    name = "checks-" + cache.key(root.resolve(), tree_id) + ".json"
+    name = "checks-" + cache.key(root.resolve(), tree_id, INDEX_FORMAT) + ".json"
     data = None if refresh else cache.load(name)
     if data is not None:
         if _refresh(root, data):
@@ -209,10 +339,59 @@ def load(root: Path, tree_id: str, reporter: Reporter, *, refresh: bool = False)
 # --- matching ---------------------------------------------------------------
 
 _WS = re.compile(r"\s+")
+_BUILTIN_EXCEPTIONS = {
+    name
+    for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException)
+}
 
 
 def normalize(text: str) -> str:
     return _WS.sub(" ", text).strip()
+
+
+def short_type(exc: str | None) -> str | None:
+    """``torch._C._LinAlgError`` -> ``LinAlgError``: the class name without its module."""
+    if not exc:
+        return None
+    return exc.rsplit(".", 1)[-1].lstrip("_") or None
+
+
+def as_printed(exc_type: str | None, message: str) -> str:
+    """The message as the site wrote it: KeyError prints ``repr()`` of its argument."""
+    text = message.strip()
+    quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""
+    if quoted and (short_type(exc_type) in ("KeyError", None)):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return message
+        if isinstance(value, str):
+            return value
+    return message
+
+
+# Where a site sits says who can reach it (read from the path, PyTorch's layout).
+EAGER = "eager"
+COMPILE_ONLY = "compile-only"  # torch.compile / export machinery
+CPP_FRONTEND = "cpp-frontend"  # the libtorch C++ API: never called from Python
+TESTING = "testing"
+_REACH = (
+    (re.compile(r"^torch/csrc/(?:api|jit/mobile)/"), CPP_FRONTEND),
+    (re.compile(r"^torch/(?:_inductor|_dynamo|_export|export|_functorch/_aot_autograd)/"),
+     COMPILE_ONLY),
+    (re.compile(r"^torch/testing/"), TESTING),
+)  # fmt: skip
+_REACH_PENALTY = {EAGER: 0.0, COMPILE_ONLY: 3.0, TESTING: 5.0, CPP_FRONTEND: 50.0}
+REACH_WHY = {
+    COMPILE_ONLY: "runs only under torch.compile / export",
+    TESTING: "test helper code",
+    CPP_FRONTEND: "the C++ frontend (libtorch API): not reached from Python",
+}
+
+
+def reach_of(path: str) -> str:
+    return next((kind for rx, kind in _REACH if rx.match(path)), EAGER)
 
 
 @dataclass(frozen=True)
@@ -224,13 +403,26 @@ class Match:
     matched: int  # characters of the message the literal pieces account for
     missed: int  # characters of literal pieces not found in the message
     coverage: float  # matched / message length
+    raises: str = "RuntimeError"  # what the site raises in Python
+    kind: str = macros.CHECK
+    type_fit: int = 0  # +1 the message's exception type, -1 another one, 0 not known
+    reach: str = EAGER
+    in_frames: bool = False  # a function of the pasted traceback holds it
+    reasons: tuple[str, ...] = ()
 
     @property
     def score(self) -> float:
-        return self.matched - 2 * self.missed + self.coverage
+        """Literal text explained, less text the site has that the message lacks, then
+        what the message says of itself: its exception type, its traceback, who can raise it."""
+        base = self.matched - 2 * self.missed + self.coverage
+        return round(base + 20.0 * self.in_frames - _REACH_PENALTY[self.reach], 3)
+
+    @property
+    def rank_key(self) -> tuple[bool, float]:
+        return (self.type_fit >= 0, self.score)
 
 
-def match_pieces(message: str, pieces: list[str]) -> tuple[int, int]:
+def match_pieces(message: str, pieces: list[str] | tuple[str, ...]) -> tuple[int, int]:
     """(matched, missed): the pieces found in order in ``message``."""
     pos = 0
     matched = missed = 0
@@ -250,21 +442,74 @@ def match_pieces(message: str, pieces: list[str]) -> tuple[int, int]:
     return matched, missed
 
 
-def search(index: CheckIndex, message: str, *, limit: int = 10) -> list[Match]:
-    """Sites whose literal pieces explain ``message``, best first."""
-    msg = normalize(message)
+def _type_fit(site: Site, exc_type: str | None) -> int:
+    wanted = short_type(exc_type)
+    if wanted is None:
+        return 0
+    if wanted == short_type(site.raises):
+        return 1
+    if site.kind == macros.WARN and wanted.endswith("Warning"):
+        # A warning category can be filtered into an error or renamed by a subclass.
+        return 0 if wanted not in _BUILTIN_EXCEPTIONS else -1
+    return -1
+
+
+def search(
+    index: CheckIndex,
+    message: str,
+    *,
+    exc_type: str | None = None,
+    functions: frozenset[str] = frozenset(),
+    limit: int = 10,
+) -> list[Match]:
+    """Sites whose literal pieces explain ``message``, best first.
+
+    ``exc_type`` (``ValueError``) and ``functions`` (the function names of a
+    pasted traceback) rank the sites further; ``enclosing`` is asked only for
+    the sites that already match.
+    """
+    msg = normalize(as_printed(exc_type, message))
     if len(msg) < 4:
         return []
     found: list[Match] = []
-    for path, sites in index.files.items():
-        for line, macro, pieces in sites:
-            longest = max(pieces, key=len)
-            if normalize(longest) not in msg:
-                continue
-            matched, missed = match_pieces(msg, pieces)
-            coverage = matched / len(msg)
-            if matched < min(8, len(msg)) or missed > matched or coverage < 0.25:
-                continue
-            found.append(Match(path, line, macro, tuple(pieces), matched, missed, coverage))
-    found.sort(key=lambda m: (-m.score, m.path, m.line))
-    return found[:limit]
+    for site in index.sites():
+        if site.needle not in msg:
+            continue
+        matched, missed = match_pieces(msg, site.pieces)
+        coverage = matched / len(msg)
+        if matched < min(8, len(msg)) or missed > matched or coverage < 0.25:
+            continue
+        fit = _type_fit(site, exc_type)
+        reach = reach_of(site.path)
+        reasons = []
+        if fit < 0:
+            reasons.append(f"raises {site.raises}, not {short_type(exc_type)}")
+        if reach != EAGER:
+            reasons.append(REACH_WHY[reach])
+        found.append(
+            Match(
+                site.path,
+                site.line,
+                site.macro,
+                site.pieces,
+                matched,
+                missed,
+                coverage,
+                site.raises,
+                site.kind,
+                fit,
+                reach,
+                False,
+                tuple(reasons),
+            )
+        )
+    found.sort(key=lambda m: (tuple(-x for x in m.rank_key), m.path, m.line))
+    return found[:limit] if limit else found
+
+
+def tied(matches: list[Match]) -> list[Match]:
+    """The matches that rank exactly as the best one does."""
+    if not matches:
+        return []
+    best = matches[0].rank_key
+    return [m for m in matches if m.rank_key == best]

@@ -65,6 +65,8 @@ class Site:
     path: str
     line: int
     func: str | None = None
+    message: str | None = None  # a warning's own text (the line before "(Triggered ...")
+    category: str | None = None  # UserWarning, DeprecationWarning, ...
 
 
 @dataclass
@@ -126,15 +128,23 @@ def parse(text: str) -> Trace:
                 site = Site(kind, mo.group("path"), int(mo.group("line")), func)
                 if site not in trace.sites:
                     trace.sites.append(site)
-        for mo in _TRIGGERED.finditer(line):
-            site = Site("triggered", mo.group("path"), int(mo.group("line")))
-            if site not in trace.sites:
-                trace.sites.append(site)
         warning = _WARNING_LINE.match(line)
-        if warning:
-            trace.warnings.append(
-                (warning.group("type"), _TRIGGERED.sub("", warning.group("msg")).strip())
+        said = _TRIGGERED.sub("", warning.group("msg")).strip() if warning else None
+        for mo in _TRIGGERED.finditer(line):
+            words = said if said is not None else line[: mo.start()].strip() or None
+            site = Site(
+                "triggered",
+                mo.group("path"),
+                int(mo.group("line")),
+                message=words,
+                category=warning.group("type") if warning else None,
             )
+            if all(
+                (s.kind, s.path, s.line) != (site.kind, site.path, site.line) for s in trace.sites
+            ):
+                trace.sites.append(site)
+        if warning:
+            trace.warnings.append((warning.group("type"), said or ""))
             continue
         cpp = _CAPTURED.match(line) or _LEGACY.match(line)
         if cpp:

@@ -25,6 +25,9 @@ from onboard.workflows.opsource import cache
 _MARKER = "@@ONBOARD-LIVE@@"
 _CHILD = Path(__file__).with_name("_live_child.py")
 LIVE_TIMEOUT = 240.0
+# The shape of the child's answer: part of the cache key, so a cached answer of an
+# older child (without python_kernels) is asked again.
+ANSWER_FORMAT = 2
 _REGISTERED = re.compile(
     r"^(?P<key>[^:]+?): (?:fallthrough )?registered at (?P<path>\S+?):(?P<line>\d+)"
     r"(?: :: (?P<signature>.*))?$"
@@ -74,7 +77,13 @@ def ask(
     reporter: Reporter,
     refresh: bool = False,
 ) -> dict[str, Any]:
-    request = {"entries": entries, "ops": ops, "record": record, "group_overloads": group_overloads}
+    request = {
+        "entries": entries,
+        "ops": ops,
+        "record": record,
+        "group_overloads": group_overloads,
+        "format": ANSWER_FORMAT,
+    }
     text = json.dumps(request, sort_keys=True)
     name = "live-" + cache.key(python, cache_id, text) + ".json"
     data = None if refresh else cache.load(name)

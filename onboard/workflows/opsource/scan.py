@@ -44,7 +44,7 @@ def walk(
 
 
 # One token of C/C++ argument text: a raw string, a string, a char, a comment, a paren.
-_CPP_TOKEN = re.compile(
+CPP_TOKEN = re.compile(
     r'R"(?P<delim>[^(\s]{0,16})\((?P<raw>.*?)\)(?P=delim)"'
     r'|"(?P<str>(?:[^"\\\n]|\\.)*)"'
     r"|'(?:[^'\\\n]|\\.)*'"
@@ -72,7 +72,7 @@ def cpp_arguments(text: str, open_paren: int) -> tuple[list[list[str]], int]:
     depth = 0
     pos = open_paren
     last_end = -1  # end of the previous literal, to join "a" "b"
-    for mo in _CPP_TOKEN.finditer(text, open_paren):
+    for mo in CPP_TOKEN.finditer(text, open_paren):
         if mo.group("paren") == "(":
             depth += 1
         elif mo.group("paren") == ")":

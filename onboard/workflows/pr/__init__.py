@@ -49,6 +49,9 @@ class PrResult:
     issue: int | None
     published: Published | None = None
     notes: list[str] = field(default_factory=list)
+    # Why `onboard pr --open` would be refused here (a reference tree), said instead of
+    # suggesting it.
+    open_blocked: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -82,6 +85,7 @@ class PrResult:
             "draft_backup": str(self.draft_backup) if self.draft_backup else None,
             "dry_run": self.published is None,
             "pull_request": self.published.to_json() if self.published else None,
+            "open_blocked": self.open_blocked,
             "reminders": self.reminders,
             "notes": list(self.notes),
         }
@@ -145,10 +149,13 @@ class PrResult:
             console.print(escape(self.draft_text), markup=True, highlight=False)
             console.print(Rule())
             issue = f" --issue {self.issue}" if self.issue else ""
-            console.print(
-                f"Next: `onboard pr --open{issue}` pushes the branch to your fork "
-                "and opens this as a draft PR."
-            )
+            if self.open_blocked:
+                console.print(f"Next: {escape(self.open_blocked)}")
+            else:
+                console.print(
+                    f"Next: `onboard pr --open{issue}` pushes the branch to your fork "
+                    "and opens this as a draft PR."
+                )
         else:
             p = self.published
             verb = "Opened draft pull request" if p.action == "created" else "Updated pull request"
@@ -212,10 +219,16 @@ def run(
             "checks every commit's author: set yours (`git config user.email you@example.com`), "
             f"then `git rebase --exec 'git commit --amend --no-edit --reset-author' {change.base}`."
         )
+    open_blocked = None
     if ws is not None and ws.is_reference:
         notes.append(
             ws.limitation("Opening a pull request")
             or "This checkout is the reference tree rebuilt from the wheel."
+        )
+        open_blocked = (
+            "this reference tree cannot be pushed as a pull request (it is not PyTorch's "
+            "history); make a full checkout (`onboard setup NEW_DIR`), bring your commits "
+            "over (`git format-patch` / `git am`), and run `onboard pr` there."
         )
 
     pr_title = (title or "").strip() or draft.default_title(change.commits)
@@ -243,6 +256,7 @@ def run(
             "uncommitted": change.uncommitted,
             "notes": notes,
             "issue": issue,
+            "open_blocked": open_blocked,
         }
     )
     path = draft.draft_location(change, ws.root if ws else None, git.absolute_git_dir(change.repo))
@@ -270,6 +284,7 @@ def run(
         issue=issue,
         notes=notes,
     )
+    result.open_blocked = open_blocked
     if not open_pr:
         return result
 
