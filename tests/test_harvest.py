@@ -591,6 +591,9 @@ def test_issues_option_lists_newcomer_issues(
         ("bad-token", "GitHub rejected the token (401"),
         ("rate", "rate limit is used up"),
         ("offline", "Could not reach"),
+        # 200 with a proxy's page or JSON of another shape: told, never used
+        ("proxy-page", "gave an answer GitHub never sends"),
+        ("odd-json", "gave an answer GitHub never sends"),
     ],
 )
 def test_without_github_one_line_and_results(
@@ -603,6 +606,10 @@ def test_without_github_one_line_and_results(
         monkeypatch.setenv("GITHUB_TOKEN", TOKEN + "x" if setup == "bad-token" else TOKEN)
     if setup == "rate":
         api.fail_rate_limited()
+    if setup == "proxy-page":
+        api.answer_with("<html><body>Sign in to the proxy</body></html>")
+    if setup == "odd-json":
+        api.answer_with({"number": "1111", "items": []})
     if setup == "offline":
         url = closed_port_url().rsplit("/", 1)[0].replace("git://", "http://")
     out = _onboard("harvest", "--repo", str(repo), "--api-url", url, "--json", "--issues",

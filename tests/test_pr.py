@@ -864,6 +864,55 @@ def test_failed_create_after_push_is_safe_to_rerun(
     assert len(api.pulls["pytorch/pytorch"]) == 1
 
 
+PROXY_PAGE = "<html><head><title>Sign in</title></head><body>Corporate proxy</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("body", "method", "path", "said"),
+    [
+        (PROXY_PAGE, "GET", r"^/user$", "no string `login`"),
+        ({"login": 7}, "GET", r"^/user$", "`login` = 7"),
+        ([], "GET", r"^/user$", "JSON of another shape (list)"),
+        ({"login": "octo contrib:x"}, "GET", r"^/user$", "which GitHub never sends"),
+        (PROXY_PAGE, "GET", r"^/repos/pytorch/pytorch$", "no string `default_branch`"),
+        (PROXY_PAGE, "GET", r"/pulls$", "TypeError in PyGithub"),
+        ({"total": 0}, "GET", r"/pulls$", "TypeError in PyGithub"),
+        (["not-a-pull"], "GET", r"/pulls$", "without its `url`"),
+    ],
+    ids=["user-page", "user-login-int", "user-list", "user-login-odd", "repo-page",
+         "pulls-page", "pulls-dict", "pulls-strings"],
+)  # fmt: skip
+def test_an_answer_github_never_sends_stops_before_the_push(
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner,
+    body: Any, method: str, path: str, said: str,
+) -> None:  # fmt: skip
+    # A captive portal or proxy answers 200 with its own page: PyGithub reads
+    # that as an object whose every field is None (the head became None:branch).
+    api.answer_with(body, methods=(method,), path=path)
+    message = _error_paragraph(
+        onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
+    )
+    assert "gave an answer GitHub never sends" in message and said in message
+    assert "--api-url" in message and "onboard pr --open" in message
+    _assert_nothing_done(api, fork)
+    assert not any("None" in str(r.json) for r in api.requests if r.json)
+
+
+def test_an_unreadable_answer_after_the_push_is_safe_to_rerun(
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
+) -> None:
+    api.answer_with(PROXY_PAGE, methods=("POST",), path=r"/pulls$", times=1)
+    message = _error_paragraph(
+        onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
+    )
+    assert "opening a draft pull request" in message and "no `head`" in message
+    assert "re-running is safe" in message
+    assert _fork_branches(fork) == {"fix-relu6": _git(repo, "rev-parse", "HEAD")}
+    again = onboard_pr("--open", "--json", "--api-url", api.url, cwd=repo, env=_open_env())
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["pull_request"]["head"] == f"{LOGIN}:fix-relu6"
+
+
 def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path) -> None:
     # `onboard setup --from-wheel` commits its tree on a branch named `reference`
     _git(repo, "branch", "reference", "origin/main")
