@@ -8,6 +8,7 @@ tests/fixtures/github_api.py over loopback, and the CLI run as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 from fixtures.github_api import GitHubAPI
-from fixtures.loopback import free_port
+from fixtures.loopback import SilentServer, free_port
 
 from onboard import workspace as ws_mod
 from onboard.cli import cli
@@ -862,6 +863,54 @@ def test_failed_create_after_push_is_safe_to_rerun(
     again = onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
     assert again.returncode == 0, again.stderr
     assert len(api.pulls["pytorch/pytorch"]) == 1
+
+
+@pytest.mark.parametrize("scheme", ["http", "git"])
+def test_a_fork_remote_that_never_answers_fails_within_the_push_timeout(
+    repo: Path, api: GitHubAPI, onboard_pr: Runner, scheme: str
+) -> None:
+    # Accepts the connection, then silence: without an idle timeout git waits
+    # as long as the OS keeps the socket (minutes), with nothing on the screen.
+    with SilentServer() as silent:
+        _git(repo, "remote", "add", "fork", f"{scheme}://127.0.0.1:{silent.port}/octo/pytorch.git")
+        result = onboard_pr(
+            "--open", "--push-timeout", "1", "--api-url", api.url, cwd=repo, env=_open_env()
+        )
+        accepted = silent.accepted
+    message = _error_paragraph(result)
+    assert accepted >= 1  # it connected: this is the silent remote, not a refused one
+    assert "printed nothing for 1 s (--push-timeout)" in message
+    assert "onboard pr --open --push-timeout 300" in message
+    assert api.writes() == []
+
+
+def test_push_timeout_must_be_a_positive_number(repo: Path, onboard_pr: Runner) -> None:
+    result = onboard_pr("--open", "--push-timeout", "0", cwd=repo)
+    assert result.returncode == 2 and "--push-timeout" in result.stderr
+
+
+def test_push_progress_reaches_the_reporter(
+    repo: Path, fork: Path, api: GitHubAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onboard.report import Task
+
+    seen: list[str] = []
+
+    class Recording(Reporter):
+        @contextlib.contextmanager
+        def task(self, description: str, total: float | None = None) -> Iterator[Task]:
+            outer = self
+
+            class T(Task):
+                def update(self, *, detail: str = "", **kw: Any) -> None:
+                    outer.messages.append(detail)
+                    seen.append(detail)
+
+            yield T()
+
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    pr_flow.run(repo=repo, open_pr=True, api_url=api.url, reporter=Recording())
+    assert any(line.startswith("Writing objects:") for line in seen), seen
 
 
 PROXY_PAGE = "<html><head><title>Sign in</title></head><body>Corporate proxy</body></html>"

@@ -51,6 +51,14 @@ def _check_owner_name(ctx: click.Context, param: click.Parameter, value: str) ->
     default=None,
     help="What the change is measured against (default: origin/main, upstream/main, main).",
 )
+@click.option(
+    "--push-timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop `git push` when the fork remote sends nothing for this long.",
+)
 @click.option("--title", default=None, help="PR title (default: the first commit's subject).")
 @click.option(
     "--repo",
@@ -68,6 +76,7 @@ def pr(
     api_url: str,
     upstream_repo: str,
     base: str | None,
+    push_timeout: float,
     title: str | None,
     repo: str | None,
     workspace: str | None,
@@ -95,6 +104,7 @@ def pr(
         fork_remote=fork_remote,
         api_url=api_url,
         upstream_repo=upstream_repo,
+        push_timeout=push_timeout,
         reporter=reporter(as_json, verbose),
     )
     emit(result, as_json=as_json, verbose=verbose)
