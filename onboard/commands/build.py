@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, reporter, workspace_option
+from onboard.commands._common import PathParam, common_options, reporter, workspace_option
 
 _PIP_ARGS = "onboard.build.pip_args"
 
@@ -27,6 +27,7 @@ class _BuildCommand(click.Command):
     "--debinfo",
     "debinfo",
     multiple=True,
+    type=PathParam(),
     metavar="PATH",
     help="USE_CUSTOM_DEBINFO: -g only for this file (relative to the checkout; repeatable).",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from onboard.commands._common import (
+    PathParam,
     check_api_url,
     common_options,
     reporter,
@@ -62,7 +63,7 @@ def _check_owner_name(ctx: click.Context, param: click.Parameter, value: str) ->
 @click.option("--title", default=None, help="PR title (default: the first commit's subject).")
 @click.option(
     "--repo",
-    type=click.Path(file_okay=False, path_type=str),
+    type=PathParam(file_okay=False),
     default=None,
     help="The PyTorch checkout (default: the workspace's, else the repo around the current "
     "folder).",

@@ -32,7 +32,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import git, ide, torchenv, workspace
+from onboard import git, ide, pathnames, torchenv, workspace
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows import checkout as checkout_mod
@@ -206,6 +206,7 @@ def setup(
         )
     if fetch_timeout <= 0:
         raise BadInput("--fetch-timeout must be a positive number of seconds.")
+    _check_name_room(root)
     existing = _existing_workspace(root)
     ref_path = _reference_clone(reference) if reference else None
     remote_url = _normalize_remote(remote) if not from_wheel else None
@@ -231,6 +232,21 @@ def setup(
         result = plan.create() if existing is None else plan.resume(existing)
     result.seconds = time.monotonic() - started
     return result
+
+
+# The hidden staging folder beside DIR: ".{DIR}.onboard-partial-" + 8 hex digits.
+_STAGING_EXTRA = len("..onboard-partial-") + 8
+
+
+def _check_name_room(root: Path) -> None:
+    """DIR's name must leave room for the staging folder's (exit 2, not ENAMETOOLONG later)."""
+    problem = pathnames.long_name(str(root), extra=_STAGING_EXTRA)
+    if problem:
+        raise BadInput(
+            f"onboard cannot make {root}: {problem} (the workspace is built in a hidden "
+            f"folder `.{root.name[:12]}....onboard-partial-XXXXXXXX` beside it).",
+            next_step="Pick a shorter folder name and run `onboard setup DIR` again.",
+        )
 
 
 def _existing_workspace(root: Path) -> workspace.Workspace | None:
