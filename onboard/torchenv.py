@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import proc
-from onboard.cache import cache_dir
+from onboard.cache import cache_dir, read_valid
 from onboard.errors import OnboardError, ProcTimeout
 
 PROBE_TIMEOUT = 180.0
@@ -318,6 +318,9 @@ def _rodata_ranges(lib: Path) -> list[tuple[int, int]]:
         return []
 
 
+_PREFIX_SHAPE = {"prefix": (str, None), "method": str, "source_paths": [str]}
+
+
 def scan_build_prefix(lib: Path) -> BuildPrefix:
     """Find the build folder compiled into the library's ``__FILE__`` strings.
 
@@ -329,11 +332,9 @@ def scan_build_prefix(lib: Path) -> BuildPrefix:
     per library (path, size, mtime).
     """
     cache = _cache_file("prefix", lib)
-    try:
-        data = json.loads(cache.read_text())
+    data = read_valid(cache, _PREFIX_SHAPE)
+    if data:
         return BuildPrefix(data["prefix"], data["method"], tuple(data["source_paths"]))
-    except (OSError, ValueError, KeyError):
-        pass
     counts: Counter[bytes] = Counter()
     paths: dict[bytes, set[bytes]] = {}
     ranges = _rodata_ranges(lib)

@@ -5,6 +5,7 @@ reference-like workspace."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -200,6 +201,31 @@ def test_locate_message_on_full_checkout(clone_ws: Path) -> None:
     assert best.function == "TORCH_META_FUNC(mm)"
     # addmm's check has the same words but fewer literal pieces: ranked below
     assert [c.location.line for c in result.candidates][:2] == [204, 119]
+
+
+def test_a_check_index_of_the_wrong_shape_is_rebuilt_silently(
+    clone_ws: Path,
+    shared_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from onboard.cache import matches
+
+    assert locate(message=MM_MESSAGE, workspace=str(clone_ws)).verdict == MATCHED  # built
+    private = tmp_path / "cache"
+    shutil.copytree(shared_cache, private)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(private))
+    (entry,) = (private / "onboard" / "opsource").glob("checks-*.json")
+    data = json.loads(entry.read_text())
+    # valid JSON, wrong types: message pieces as one string, a line as text
+    data["files"][LINALG] = [["204", "TORCH_CHECK", "mat1 and mat2 shapes"]]
+    entry.write_text(json.dumps(data))
+    assert run_cli(cli, ["locate", "--workspace", str(clone_ws), "--json", MM_MESSAGE]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["candidates"][0]["location"]["line"] == 204
+    assert "Traceback" not in err
+    assert matches(json.loads(entry.read_text()), checks.SHAPE)
 
 
 def test_locate_message_cli_json(clone_ws: Path) -> None:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import proc
+from onboard.cache import read_valid
 from onboard.errors import OnboardError
 from onboard.render import render
 from onboard.report import Reporter
@@ -224,6 +225,23 @@ def _reference(checkout: Path, rel: str) -> tuple[str | None, int | None, str | 
     return None, None, 'no top-level `REFERENCE = "..."` assignment'
 
 
+# What _codegen_child.py answered, as stored in facts.json (only successful
+# runs are stored); another shape is a miss and the codegen runs again.
+_FACTS_SHAPE = {
+    "key": str,
+    "payload": {
+        "ok": bool,
+        "facts": {
+            "schemas": [str],
+            "structured": bool,
+            "kernels": {str: (str, None)},
+            "derivatives": [str],
+            "schema_registrations?": [str],
+        },
+    },
+}
+
+
 class _OpCheck:
     """One op's verification; the steps run in order, 3-5 side by side."""
 
@@ -254,13 +272,9 @@ class _OpCheck:
         stamp = self.gen_dir / "facts.json"
         cached = False
         payload: dict[str, Any] | None = None
-        if stamp.is_file():
-            try:
-                data = json.loads(stamp.read_text("utf-8"))
-                if data.get("key") == key:
-                    payload, cached = data["payload"], True
-            except (OSError, ValueError, KeyError):
-                payload = None
+        data = read_valid(stamp, _FACTS_SHAPE)
+        if data.get("key") == key:
+            payload, cached = data["payload"], True
         if payload is None:
             if self.gen_dir.exists():
                 shutil.rmtree(self.gen_dir)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onboard.cache import Row
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache, scan
 
@@ -193,9 +194,13 @@ class CheckIndex:
         return sum(len(v) for v in self.files.values())
 
 
+# folder -> mtime; file -> [[line, macro or exception, [message pieces]]].
+SHAPE = {"folders": {str: int}, "files": {str: [Row(int, str, [str])]}}
+
+
 def load(root: Path, tree_id: str, reporter: Reporter, *, refresh: bool = False) -> CheckIndex:
     name = "checks-" + cache.key(root.resolve(), tree_id) + ".json"
-    data = None if refresh else cache.load(name)
+    data = None if refresh else cache.load(name, SHAPE)
     if data is not None:
         if _refresh(root, data):
             cache.store(name, data)

@@ -25,13 +25,21 @@ GENERATED_ATEN = "build/aten/src/ATen"
 _DONE = ".onboard-complete"
 
 
+def _folder_name(checkout: Path, tree_id: str) -> str:
+    return "generated-" + cache.key(checkout.resolve(), tree_id)
+
+
 def generated_root(checkout: Path, tree_id: str) -> Path:
-    return cache.cache_root() / ("generated-" + cache.key(checkout.resolve(), tree_id))
+    """Where a regeneration writes (a private temp folder when the cache is read-only)."""
+    return cache.cache_root() / _folder_name(checkout, tree_id)
 
 
 def existing(checkout: Path, tree_id: str) -> Path | None:
-    root = generated_root(checkout, tree_id)
-    return root if (root / GENERATED_ATEN / _DONE).is_file() else None
+    for base in cache.read_roots():
+        root = base / _folder_name(checkout, tree_id)
+        if (root / GENERATED_ATEN / _DONE).is_file():
+            return root
+    return None
 
 
 def _torchgen_dir(python: str) -> Path:

@@ -63,6 +63,28 @@ def parse_dispatch_dump(text: str) -> list[Registration]:
     return regs
 
 
+# What _live_child.py answers, as where reads it (the per-entry keys beyond
+# `exists` come only for names that exist; the recorded ones only with `record`).
+SHAPE = {
+    "torch_version": str,
+    "entries": [
+        {
+            "query": str,
+            "name": str,
+            "exists": bool,
+            "kind?": str,
+            "module?": (str, None),
+            "source?": ({"path": str, "line": int}, None),
+            "callable?": bool,
+            "top_ops?": [str],
+            "dispatched?": [str],
+            "call_error?": (str, None),
+        }
+    ],
+    "dumps": {str: (str, None)},
+}
+
+
 def ask(
     python: str,
     *,
@@ -77,7 +99,7 @@ def ask(
     request = {"entries": entries, "ops": ops, "record": record, "group_overloads": group_overloads}
     text = json.dumps(request, sort_keys=True)
     name = "live-" + cache.key(python, cache_id, text) + ".json"
-    data = None if refresh else cache.load(name)
+    data = None if refresh else cache.load(name, SHAPE)
     if data is not None:
         return data
     reporter.step(f"Asking the installed torch ({python}) for its dispatch table")
