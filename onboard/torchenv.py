@@ -37,6 +37,49 @@ _SOURCE_RE = re.compile(
 )
 
 
+# --- children that import torch or torchgen ---------------------------------
+# Python puts the current folder (for `-c`, `-m`, the REPL) or a script's own
+# folder first on sys.path. Started from a PyTorch checkout, a child's
+# `import torch` would load the checkout's uncompiled torch/ instead of the
+# installed torch onboard is asked about (PYTORCH_FACTS "Debugger and ABI
+# facts"). Such children run from an empty folder of onboard's own, with
+# PYTHONSAFEPATH=1: Python 3.11+ then puts no such folder on sys.path at
+# all; older interpreters ignore the variable, and the empty folder holds.
+SAFE_PATH_ENV = {"PYTHONSAFEPATH": "1"}
+_NEUTRAL: list[Path] = []
+
+
+def neutral_cwd() -> Path:
+    """An empty folder (made once per process, removed at exit) to start children in."""
+    if not _NEUTRAL or not _NEUTRAL[0].is_dir():
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="onboard-cwd-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _NEUTRAL[:] = [folder]
+    return _NEUTRAL[0]
+
+
+def isolated(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """``proc.run`` keywords for a child interpreter that imports torch or torchgen:
+    ``cwd`` (default an empty folder) and PYTHONSAFEPATH=1."""
+    return {"cwd": cwd if cwd is not None else neutral_cwd(), "extra_env": SAFE_PATH_ENV}
+
+
+def shadowing_tree(folder: str | os.PathLike[str]) -> Path | None:
+    """The ``torch/`` that a Python started in ``folder`` imports first, when it
+    is a source tree's (no compiled ``torch._C``) rather than an installed torch:
+    what `python script.py` or the REPL gets when run from a checkout's root."""
+    torch_dir = Path(folder) / "torch"
+    if not (torch_dir / "__init__.py").is_file():
+        return None
+    if any(torch_dir.glob("_C.*so")) or any(torch_dir.glob("_C.*pyd")):
+        return None  # built in place: it imports, and it is what the user built
+    return torch_dir
+
+
 @dataclass(frozen=True)
 class PythonInfo:
     executable: str
@@ -131,7 +174,9 @@ class TorchEnv:
 
 
 def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = None) -> TorchEnv:
-    """Probe the torch that ``python`` imports (from ``cwd``, default ours)."""
+    """Probe the torch that ``python`` imports: the installed one, seen from an
+    empty folder (or ``cwd``) with PYTHONSAFEPATH=1, never a checkout's torch/
+    from the folder onboard runs in (``shadowing_tree`` tells about that)."""
     exe = python or sys.executable
     if os.sep not in exe and proc.which(exe) is None:
         raise OnboardError(
@@ -150,7 +195,7 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
     try:
         result = proc.run(
             [exe, "-c", code],
-            cwd=cwd,
+            **isolated(cwd),
             timeout=PROBE_TIMEOUT,
             check=False,
             what=f"Probing {exe}",
@@ -432,7 +477,7 @@ def check_loader(
     try:
         result = proc.run(
             [exe, "-c", _LOADER_CHILD, json.dumps(list(symbols)), json.dumps(list(libraries))],
-            cwd=cwd,
+            **isolated(cwd),
             timeout=60,
             check=False,
         )

@@ -428,6 +428,8 @@ def test_running_python_inside_a_pytorch_checkout(pytorch_repo_factory, tmp_path
     )
 
     report = run_doctor(None, cwd=root)
+    # the facts are the installed torch's, seen from a neutral folder
+    assert report.env.torch is not None and report.env.import_error is None
     shadow = report.finding("torch-shadowed")
     assert shadow is not None, ids(report)
     assert "a PyTorch source tree" in shadow.title

@@ -5,9 +5,9 @@ reference-like workspace."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from opsource_helpers import (
     clone_ws_fixture,  # noqa: F401 (a pytest fixture)
     installed_commit,
     make_clone_workspace,
+    private_cache_fixture,  # noqa: F401 (a pytest fixture)
     reference_ws_fixture,  # noqa: F401 (a pytest fixture)
     shared_cache_fixture,  # noqa: F401 (a pytest fixture)
 )
@@ -204,19 +205,12 @@ def test_locate_message_on_full_checkout(clone_ws: Path) -> None:
 
 
 def test_a_check_index_of_the_wrong_shape_is_rebuilt_silently(
-    clone_ws: Path,
-    shared_cache: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    clone_ws: Path, private_cache: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     from onboard.cache import matches
 
     assert locate(message=MM_MESSAGE, workspace=str(clone_ws)).verdict == MATCHED  # built
-    private = tmp_path / "cache"
-    shutil.copytree(shared_cache, private)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(private))
-    (entry,) = (private / "onboard" / "opsource").glob("checks-*.json")
+    (entry,) = private_cache().glob("checks-*.json")
     data = json.loads(entry.read_text())
     # valid JSON, wrong types: message pieces as one string, a line as text
     data["files"][LINALG] = [["204", "TORCH_CHECK", "mat1 and mat2 shapes"]]
@@ -226,6 +220,20 @@ def test_a_check_index_of_the_wrong_shape_is_rebuilt_silently(
     assert json.loads(out)["candidates"][0]["location"]["line"] == 204
     assert "Traceback" not in err
     assert matches(json.loads(entry.read_text()), checks.SHAPE)
+
+
+def test_a_command_run_inside_the_checkout_is_told_why_torch_breaks(
+    clone_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's command runs where they stand (as without onboard): there,
+    # Python imports the checkout's uncompiled torch/; the answer says so.
+    monkeypatch.chdir(clone_ws / "pytorch")
+    result = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    assert result.command_exit != 0
+    assert any("imports it instead of the installed torch" in x for x in result.limitations)
+    monkeypatch.chdir(clone_ws)
+    elsewhere = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    assert elsewhere.command_exit == 0 and not elsewhere.limitations
 
 
 def test_locate_message_cli_json(clone_ws: Path) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
     clone_ws_fixture,  # noqa: F401 (a pytest fixture)
     installed_commit,
+    private_cache_fixture,  # noqa: F401 (a pytest fixture)
     reference_ws_fixture,  # noqa: F401 (a pytest fixture)
     save_workspace,
     shared_cache_fixture,  # noqa: F401 (a pytest fixture)
@@ -223,9 +224,7 @@ def _answer(data: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("prefix", sorted(_WRONG_TYPES))
 def test_a_cache_entry_of_the_wrong_shape_is_rebuilt_silently(
     clone_ws: Path,
-    shared_cache: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    private_cache: Callable[..., Path],
     capsys: pytest.CaptureFixture[str],
     prefix: str,
 ) -> None:
@@ -236,10 +235,7 @@ def test_a_cache_entry_of_the_wrong_shape_is_rebuilt_silently(
     argv = ["where", "trunc", "--workspace", str(clone_ws), "--json"]
     assert run_cli(cli, argv) == 0
     before = json.loads(capsys.readouterr().out)
-    private = tmp_path / "cache"
-    shutil.copytree(shared_cache, private)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(private))
-    entries = sorted((private / "onboard" / "opsource").glob(prefix + "*.json"))
+    entries = sorted(private_cache().glob(prefix + "*.json"))
     assert entries
     for path in entries:
         data = json.loads(path.read_text())
@@ -308,3 +304,23 @@ def test_where_generated_with_an_unwritable_cache_regenerates_in_a_private_temp_
     cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc")
     assert cpu.location.local is not None and Path(cpu.location.local).is_relative_to(temp)
     assert cpu.location.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
+
+
+def test_where_from_inside_the_checkout_asks_the_installed_torch(
+    clone_ws: Path,
+    private_cache: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `cd WS/pytorch; onboard where trunc`: the children that import torch and
+    # torchgen (the live dispatcher, the yaml parse) must not get its torch/.
+    from onboard import torchenv
+
+    checkout = clone_ws / "pytorch"
+    assert torchenv.shadowing_tree(checkout) is not None  # an uncompiled torch/ is there
+    private_cache("live-*", "yaml-*", "generated-*")
+    monkeypatch.chdir(checkout)
+    assert run_cli(cli, ["where", "trunc", "--json"]) == 0, capsys.readouterr().err
+    data = json.loads(capsys.readouterr().out)
+    assert data["cache_warm"]["yaml"] is False  # torchgen ran, from a neutral folder
+    assert any(r["key"] == "CPU" for r in data["dispatch_table"])

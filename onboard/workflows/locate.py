@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import checks, codegen, cpp_trace
@@ -239,6 +240,14 @@ def locate(
         result = LocateResult(
             mode="command", verdict=NO_ERROR, command=argv, command_exit=run.returncode
         )
+        here = torchenv.shadowing_tree(Path.cwd())
+        if here is not None:
+            # The command runs where the user stands, as it would without onboard.
+            result.limitations.append(
+                f"The command ran in {here.parent}, whose torch/ is a source tree without "
+                "compiled libraries: Python started there imports it instead of the installed "
+                "torch. Run the command from another folder."
+            )
         if run.returncode == 0 and trace.message is None and not trace.sites:
             result.explanation = (
                 f"`{' '.join(argv)}` exited 0 and printed no exception or torch warning, so there "

@@ -606,6 +606,7 @@ class _Plan:
             python=env.python.executable,
             prefix=prefix,
             torch_dir=env.torch.package_dir,
+            python_version=env.python.version,
         )
         # The files name the final paths, not the staging folder they were written in.
         result.ide_files = [
@@ -860,6 +861,21 @@ def _debugging(result: SetupResult, env: torchenv.TorchEnv) -> dict[str, str]:
     )
     if result.commit_kind == "override":
         python += " (the checkout is not the installed commit: lines may differ)"
+    # A script saved in the checkout's root imports the checkout's torch/, which
+    # has no compiled libraries (PYTORCH_FACTS "Debugger and ABI facts").
+    checkout = result.workspace / CHECKOUT_DIR
+    python += (
+        f"; keep the scripts you run out of {checkout}'s root folder (e.g. in "
+        f"{result.workspace}): a script saved there imports the checkout's torch/, which has "
+        "no compiled libraries, instead of the installed torch"
+    )
+    if ide.safe_path_supported(env.python.version):
+        python += (
+            " (the debugpy config sets PYTHONSAFEPATH=1, so debugging one from there still "
+            "uses the installed torch; debugpy 1.8.22 honours it, older releases may not)"
+        )
+    else:
+        python += f" (Python {env.python.version} has no PYTHONSAFEPATH to prevent it)"
     prefix = env.build_prefix.prefix
     if result.checkout_kind == workspace.REFERENCE:
         cpp = (

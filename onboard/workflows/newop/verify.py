@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.cache import read_valid
 from onboard.errors import OnboardError
 from onboard.render import render
@@ -181,7 +181,10 @@ def _locate_env(python: str, cwd: Path) -> _Env:
     )
     # cwd: not the checkout, whose torch/ folder would shadow the installed package.
     result = proc.run(
-        [python, "-c", code], cwd=cwd, timeout=60, what=f"Locating torch for {python}"
+        [python, "-c", code],
+        **torchenv.isolated(cwd),
+        timeout=60,
+        what=f"Locating torch for {python}",
     )
     torch_dir, torchgen_dir = json.loads(result.stdout.strip().splitlines()[-1])
     if not torch_dir or not torchgen_dir:
@@ -288,7 +291,7 @@ class _OpCheck:
             }
             result = proc.run(
                 [self.env.python, str(child), json.dumps(request)],
-                cwd=self.cache,
+                **torchenv.isolated(self.cache),
                 timeout=CODEGEN_TIMEOUT,
                 check=False,
                 what="torchgen (parse and per-op codegen)",
@@ -502,7 +505,7 @@ class _OpCheck:
                     "--aoti-install-dir",
                     str(out / "aoti"),
                 ],
-                cwd=self.cache,
+                **torchenv.isolated(self.cache),
                 timeout=CODEGEN_TIMEOUT,
                 check=False,
                 what="full torchgen codegen",
@@ -635,7 +638,7 @@ class _OpCheck:
             cwd=build,
             timeout=COMPILE_TIMEOUT,
             check=False,
-            extra_env=extra,
+            extra_env={**extra, **torchenv.SAFE_PATH_ENV},
             what="the out-of-tree compile",
         )
         payload = _marker(result, "@@ONBOARD-COMPILE@@")

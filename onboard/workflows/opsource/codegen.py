@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
@@ -45,6 +45,7 @@ def existing(checkout: Path, tree_id: str) -> Path | None:
 def _torchgen_dir(python: str) -> Path:
     result = proc.run(
         [python, "-c", "import os, torchgen; print(os.path.dirname(torchgen.__file__))"],
+        **torchenv.isolated(),
         timeout=120,
         check=False,
         what="Finding torchgen",
@@ -96,7 +97,7 @@ def regenerate(python: str, checkout: Path, tree_id: str, reporter: Reporter) ->
                 str(out),
                 "--per-operator-headers",
             ],
-            cwd=tmp,
+            **torchenv.isolated(tmp),  # `-m`: tmp holds only the yaml copy and templates
             timeout=CODEGEN_TIMEOUT,
             check=False,
             what="torchgen code generation",

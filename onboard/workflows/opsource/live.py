@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
@@ -107,6 +107,7 @@ def ask(
     try:
         result = proc.run(
             [python, "-c", code, text],
+            **torchenv.isolated(),
             timeout=LIVE_TIMEOUT,
             check=False,
             what="Asking the installed torch",

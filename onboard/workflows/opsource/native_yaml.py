@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
@@ -118,6 +118,7 @@ def _parse(python: str, native: Path, tags: Path, derivatives: Path) -> dict[str
     for exe in dict.fromkeys([python, sys.executable]):
         result = proc.run(
             [exe, "-c", code, str(native), str(tags), str(derivatives)],
+            **torchenv.isolated(),
             timeout=PARSE_TIMEOUT,
             check=False,
             what="Parsing native_functions.yaml with torchgen",
