@@ -401,6 +401,7 @@ def test_terms_find_the_fix(pytorch_repo_factory: RepoFactory, tmp_path: Path) -
         run_bisect(repro, good=info.commits[0], repo=str(info.path), term_old="bad", term_new="x")
 
 
+@pytest.mark.gpu  # needs the absence of one: skips on a machine with a GPU
 def test_gpu_repro_refused_on_a_machine_without_gpu(
     pytorch_repo_factory: RepoFactory, tmp_path: Path
 ) -> None:
@@ -730,7 +731,7 @@ def test_repo_option_that_is_not_a_repository_is_bad_input(
 def test_submodule_sync_gives_up_on_a_remote_that_never_answers(tmp_path: Path) -> None:
     # Before each build, bisect checks out the submodule commits the commit
     # pins; one that is not local is fetched, and a silent remote must end it.
-    from fixtures.loopback import SilentServer
+    from fixtures.git_server import SilentServer
 
     from onboard import git as git_mod
 

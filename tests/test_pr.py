@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.git_server import SilentServer
 from fixtures.github_api import GitHubAPI
-from fixtures.loopback import SilentServer, free_port
+from fixtures.loopback import free_port
 
 from onboard import workspace as ws_mod
 from onboard.cli import cli
