@@ -15,12 +15,12 @@ sentence, since harvest goes on without enrichment) and ``PullRequests``
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onboard import github_answers as answers
 from onboard.errors import OnboardError
 from onboard.redact import redact
 
@@ -135,7 +135,7 @@ class GitHub:
         return self._repo
 
     def viewer_login(self) -> str:
-        return str(self._call(lambda: _login(self._gh.get_user())))
+        return str(self._call(lambda: answers.login(self._gh.get_user())))
 
     def issue(self, number: int) -> IssueInfo:
         repo = self._repository()
@@ -178,10 +178,10 @@ def _call(fn: Any, api_url: str, repo_name: str, token: str) -> Any:
     try:
         return fn()
     except Exception as exc:
-        problem = _malformed(exc)  # first: PyGithub's own IncompletableObject is one too
+        problem = answers.malformed(exc)  # first: PyGithub's own IncompletableObject is one too
         if problem is not None:
             raise GitHubUnavailable(
-                redact(_not_github(api_url, f"reading {repo_name}", problem), token),
+                redact(answers.not_github(api_url, f"reading {repo_name}", problem), token),
                 next_step=_CHECK_API_URL,
             ) from None
         if isinstance(exc, GithubException):
@@ -229,12 +229,12 @@ def _utc(epoch: str) -> str:
 
 
 def _issue_info(issue: Any) -> IssueInfo:
-    url = _text(issue, "html_url")
+    url = answers.text(issue, "html_url")
     return IssueInfo(
-        number=_number(issue, "number"),
-        title=_text(issue, "title", empty_ok=True),
-        state=_text(issue, "state"),
-        labels=tuple(_text(label, "name") for label in _list(issue, "labels")),
+        number=answers.number(issue, "number"),
+        title=answers.text(issue, "title", empty_ok=True),
+        state=answers.text(issue, "state"),
+        labels=tuple(answers.text(label, "name") for label in answers.list_of(issue, "labels")),
         url=url,
         # Not `issue.pull_request`: on a listed issue without that key PyGithub
         # fetches the issue again to "complete" it, one request per issue.
@@ -243,136 +243,17 @@ def _issue_info(issue: Any) -> IssueInfo:
 
 
 def _pull_info(pull: Any) -> PullInfo:
-    head = _text(_object(pull, "head"), "label")
+    head = answers.text(answers.obj_field(pull, "head"), "label")
     if ":" not in head:
-        raise _Malformed(f"a pull request whose head {head!r} is not OWNER:BRANCH")
+        raise answers.Malformed(f"a pull request whose head {head!r} is not OWNER:BRANCH")
     return PullInfo(
-        number=_number(pull, "number"),
-        title=_text(pull, "title", empty_ok=True),
-        state=_text(pull, "state"),
-        url=_text(pull, "html_url"),
+        number=answers.number(pull, "number"),
+        title=answers.text(pull, "title", empty_ok=True),
+        state=answers.text(pull, "state"),
+        url=answers.text(pull, "html_url"),
         head=head,
-        base=_text(_object(pull, "base"), "ref"),
-        draft=bool(_value(pull, "draft")),  # absent on old GitHub Enterprise servers
-    )
-
-
-# --- answers checked before use ---
-# A proxy or captive portal answers 200 with an HTML page, which PyGithub
-# reads as {"data": "<html>..."}: every attribute is then None, and a None
-# login would make the pull request head "None:branch". Every value taken
-# from an answer goes through these readers, so a wrong one stops the command.
-
-# GitHub logins: letters, digits, hyphens; Enterprise Managed Users add `_shortcode`.
-_LOGIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-# A branch name as the API gives it: no spaces, no `:` (it becomes OWNER:BRANCH).
-_BRANCH_RE = re.compile(r"[^\s:~^?*\[\\]+")
-
-
-class _Malformed(Exception):
-    """An answer that is not what GitHub sends; the text says what was wrong."""
-
-
-def _value(obj: Any, name: str) -> Any:
-    from github.GithubException import BadAttributeException
-
-    try:
-        return getattr(obj, name)
-    except BadAttributeException as exc:
-        raise _Malformed(
-            f"`{name}` = {_short(exc.actual_value)} ({type(exc.actual_value).__name__})"
-            f"{_page_hint(obj)}"
-        ) from None
-
-
-def _object(obj: Any, name: str) -> Any:
-    value = _value(obj, name)
-    if value is None:
-        raise _Malformed(f"no `{name}`{_page_hint(obj)}")
-    return value
-
-
-def _text(obj: Any, name: str, *, empty_ok: bool = False) -> str:
-    value = _value(obj, name)
-    if value is None and empty_ok:
-        return ""
-    if not isinstance(value, str) or (not value and not empty_ok):
-        raise _Malformed(f"no string `{name}` (got {_short(value)}){_page_hint(obj)}")
-    return value
-
-
-def _number(obj: Any, name: str) -> int:
-    value = _value(obj, name)
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise _Malformed(f"no positive integer `{name}` (got {_short(value)}){_page_hint(obj)}")
-    return value
-
-
-def _list(obj: Any, name: str) -> list[Any]:
-    value = _value(obj, name)
-    if not isinstance(value, list):
-        raise _Malformed(f"no list `{name}` (got {_short(value)}){_page_hint(obj)}")
-    return value
-
-
-def _matching(value: str, pattern: re.Pattern[str], name: str) -> str:
-    if not pattern.fullmatch(value):
-        raise _Malformed(f"`{name}` = {_short(value)}, which GitHub never sends")
-    return value
-
-
-def _short(value: Any) -> str:
-    return _clip(repr(value))
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _page_hint(obj: Any) -> str:
-    """ ", from a page that is not JSON" when PyGithub wrapped one as {"data": ...}."""
-    raw = getattr(obj, "_rawData", None)  # what PyGithub parsed; reading it makes no request
-    if isinstance(raw, dict) and isinstance(raw.get("data"), str) and set(raw) <= {"data", "url"}:
-        return f", from a page that is not JSON: {_short(raw['data'])}"
-    if raw is not None and not isinstance(raw, dict):
-        return f", from JSON of another shape ({type(raw).__name__})"
-    return ""
-
-
-def _malformed(exc: BaseException) -> _Malformed | None:
-    """``exc`` as an unreadable answer, or None when it is something else (a bug)."""
-    from github.GithubException import BadAttributeException, IncompletableObject
-
-    if isinstance(exc, _Malformed):
-        return exc
-    if isinstance(exc, IncompletableObject):
-        # A listed object without its `url`, which PyGithub then cannot fetch.
-        return _Malformed(f"an object without its `url` ({_short(exc.data)})")
-    if isinstance(exc, BadAttributeException):
-        return _Malformed(f"a value of the wrong type ({_short(exc.actual_value)})")
-    # PyGithub indexing a page of HTML as a list of objects, or a JSON body
-    # that does not parse: only when PyGithub itself was running, so a slip in
-    # onboard's own code still surfaces as the bug it is.
-    if isinstance(exc, (TypeError, AttributeError, KeyError, ValueError)) and _in_pygithub(exc):
-        return _Malformed(f"{type(exc).__name__} in PyGithub: {_clip(str(exc))}")
-    return None
-
-
-def _in_pygithub(exc: BaseException) -> bool:
-    tb = exc.__traceback__
-    while tb is not None:
-        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith("github."):
-            return True
-        tb = tb.tb_next
-    return False
-
-
-def _not_github(api_url: str, what: str, problem: _Malformed) -> str:
-    return (
-        f"The GitHub API at {api_url} gave an answer GitHub never sends while {what} "
-        f"({problem}): a proxy or captive portal in between, or an --api-url that is not a "
-        "GitHub API."
+        base=answers.text(answers.obj_field(pull, "base"), "ref"),
+        draft=bool(answers.field(pull, "draft")),  # absent on old GitHub Enterprise servers
     )
 
 
@@ -469,14 +350,16 @@ class PullRequests:
     def login(self) -> str:
         """GET /user: the token works; the login names the fork's owner."""
         what = "checking the token (GET /user)"
-        return str(self._call(what, lambda: _login(self._client().get_user())))
+        return str(self._call(what, lambda: answers.login(self._client().get_user())))
 
     def upstream_default_branch(self) -> str:
         """GET /repos/{owner}/{repo}: the upstream is visible; its default branch."""
 
         def get() -> str:
             repo = self._client().get_repo(self.upstream_repo)
-            branch = _matching(_text(repo, "default_branch"), _BRANCH_RE, "default_branch")
+            branch = answers.matching(
+                answers.text(repo, "default_branch"), answers.BRANCH_RE, "default_branch"
+            )
             self._repo = repo
             return branch
 
@@ -518,11 +401,6 @@ class PullRequests:
         return result
 
 
-def _login(user: Any) -> str:
-    """The login of GET /user: it names the fork's owner in OWNER:BRANCH."""
-    return _matching(_text(user, "login"), _LOGIN_RE, "login")
-
-
 _CHECK_API_URL = (
     "Check --api-url (https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise) "
     "and any proxy between you and GitHub (HTTPS_PROXY), then run the command again."
@@ -533,10 +411,10 @@ def _pr_error(exc: Exception, *, what: str, api_url: str, token: Token) -> Excep
     """A PyGithub/requests failure as one paragraph with its next step."""
     from github import GithubException
 
-    problem = _malformed(exc)
+    problem = answers.malformed(exc)
     if problem is not None:
         return GitHubUnavailable(
-            redact(_not_github(api_url, what, problem), token.value),
+            redact(answers.not_github(api_url, what, problem), token.value),
             next_step=_CHECK_API_URL.removesuffix("then run the command again.")
             + "then run `onboard pr --open` again (re-running is safe: a branch already pushed "
             "is reused, and an open pull request is updated, not duplicated).",
