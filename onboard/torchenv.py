@@ -68,16 +68,23 @@ def isolated(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     return {"cwd": cwd if cwd is not None else neutral_cwd(), "extra_env": SAFE_PATH_ENV}
 
 
-def shadowing_tree(folder: str | os.PathLike[str]) -> Path | None:
-    """The ``torch/`` that a Python started in ``folder`` imports first, when it
-    is a source tree's (no compiled ``torch._C``) rather than an installed torch:
-    what `python script.py` or the REPL gets when run from a checkout's root."""
+def folder_torch(folder: str | os.PathLike[str]) -> Path | None:
+    """The ``torch/`` package in ``folder``: what `python -c`, the REPL and a
+    script saved in ``folder`` import first when started there."""
     torch_dir = Path(folder) / "torch"
-    if not (torch_dir / "__init__.py").is_file():
-        return None
-    if any(torch_dir.glob("_C.*so")) or any(torch_dir.glob("_C.*pyd")):
-        return None  # built in place: it imports, and it is what the user built
-    return torch_dir
+    return torch_dir if (torch_dir / "__init__.py").is_file() else None
+
+
+def is_compiled(torch_dir: Path) -> bool:
+    """Whether a torch package has its C extension (a source tree built in place does)."""
+    return any(torch_dir.glob("_C.*so")) or any(torch_dir.glob("_C.*pyd"))
+
+
+def shadowing_tree(folder: str | os.PathLike[str]) -> Path | None:
+    """``folder``'s torch/ when it is a source tree's without the compiled
+    ``torch._C``: started there, Python imports it and `import torch` fails."""
+    torch_dir = folder_torch(folder)
+    return torch_dir if torch_dir is not None and not is_compiled(torch_dir) else None
 
 
 @dataclass(frozen=True)

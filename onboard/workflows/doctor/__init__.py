@@ -203,9 +203,9 @@ def _shadowing(env: TorchEnv) -> Finding | None:
 
 
 def _shadowed_here(env: TorchEnv, cwd: Path) -> list[Finding]:
-    """A source tree's torch/ in the folder doctor runs in: what `python`, the
-    REPL and scripts saved here import instead of the installed torch."""
-    here = torchenv.shadowing_tree(cwd)
+    """A torch/ in the folder doctor runs in (a checkout's, built or not): what
+    `python`, the REPL and scripts saved here import instead of the installed torch."""
+    here = torchenv.folder_torch(cwd)
     installed = installed_torch_dir(env)
     if here is None or _same(here, installed) or _same(here, _in_use_dir(env)):
         return []
@@ -220,8 +220,13 @@ def _shadowed_here(env: TorchEnv, cwd: Path) -> list[Finding]:
             f"{version}".rstrip(),
             f"It comes from the current folder {cwd} (Python puts it first on sys.path for "
             "`python -c`, the REPL, and a script's own folder for scripts saved here), ahead of "
-            f"{instead}. It has no compiled C extension (torch._C), so `import torch` fails "
-            "there. onboard's own commands use the installed torch from any folder.",
+            f"{instead}."
+            + (
+                " It has its compiled C extension, so it imports: your scripts here use that build."
+                if torchenv.is_compiled(here)
+                else " It has no compiled C extension (torch._C), so `import torch` fails there."
+            )
+            + " onboard's own commands use the installed torch from any folder.",
             "Run Python from another folder (`cd ~`), and keep your scripts outside the "
             "checkout's root; if this is a PyTorch checkout you mean to use, build it first "
             "(`onboard build`).",
