@@ -36,7 +36,8 @@ def tests(session: nox.Session) -> None:
     """The test suite without the slow end-to-end checks (those run in `verify`)."""
     _install(session, "test")
     workers = os.environ.get("ONBOARD_TEST_WORKERS", "auto")
-    args = session.posargs or ["-m", "not slow", "-n", workers, "-q"]
+    # -rfEs: failures, errors and every skip with its reason in the summary.
+    args = session.posargs or ["-m", "not slow", "-n", workers, "-q", "-rfEs"]
     session.run("python", "-m", "pytest", *args)
 
 

@@ -1,6 +1,8 @@
-# Runs INSIDE the target interpreter via `python -c`, so that sys.path[0] is
-# the current folder exactly as in the user's own `python -c "import torch"`
-# (a source tree in cwd shadowing the wheel is then seen, not hidden).
+# Runs INSIDE the target interpreter via `python -c`, from an empty folder with
+# PYTHONSAFEPATH=1 (torchenv.isolated), so it sees the torch the interpreter
+# has installed, whatever folder onboard was started in; a torch shadowing it
+# through PYTHONPATH or a .pth file is still seen (the candidates below), and
+# doctor checks the user's own folder separately (torchenv.shadowing_tree).
 # Standard library only: the target may be any Python 3 with or without torch.
 import importlib.util
 import json

@@ -3,13 +3,20 @@
 Everything cached (the build prefix of a library, harvest's per-file scan,
 where/locate's indexes, bisect's release venvs) lives under
 ``$XDG_CACHE_HOME/onboard`` (default ``~/.cache/onboard``). A cache can
-always be rebuilt, so failing to read or write one only costs time.
+always be rebuilt, so failing to read or write one only costs time, and a
+file whose values are not what its reader expects (an older format, a hand
+edit, a half-synced home) counts as missing: ``read_valid`` checks the shape
+on read, so the caller rebuilds instead of failing on it later.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import os
+import stat
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +26,43 @@ def cache_dir(*parts: str) -> Path:
     return Path(base, "onboard", *parts)
 
 
+def writable_cache_dir(*parts: str) -> Path:
+    """``cache_dir(*parts)`` when onboard can write there, else a private folder
+    in the system's temp folder (`$TMPDIR/onboard-<uid>/...`, mode 0700, reused
+    by later runs), so a read-only home or XDG_CACHE_HOME costs speed, not the
+    command. For what must be written to be used (generated sources, venvs).
+    """
+    preferred = cache_dir(*parts)
+    if _can_write(preferred):
+        return preferred
+    return _temp_cache_base().joinpath(*parts)
+
+
+def _can_write(folder: Path) -> bool:
+    # Tried, not os.access(): root passes access() on a read-only mount.
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def _temp_cache_base() -> Path:
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    shared = Path(tempfile.gettempdir()) / f"onboard-{uid}"
+    try:
+        shared.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(shared)
+        # Only a folder that is really ours and private (a name in /tmp can be
+        # taken first by anyone).
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077:
+            return shared / "cache"
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="onboard-cache-"))
+
+
 def read_json(path: Path) -> dict[str, Any]:
     """The file's JSON object, or {} when it is missing, unreadable or not an object."""
     try:
@@ -26,6 +70,168 @@ def read_json(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+class Row:
+    """A shape for a fixed-length JSON list: ``Row(str, int)`` is ``["a.cpp", 12]``."""
+
+    def __init__(self, *shapes: Any) -> None:
+        self.shapes = shapes
+
+
+def matches(data: Any, shape: Any) -> bool:
+    """Whether JSON ``data`` has ``shape``.
+
+    A shape is: a type (``str``, ``int``: not a bool, ``float``: an int too,
+    ``bool``), ``None``, ``object`` (anything), a tuple of shapes (any one of
+    them), ``[shape]`` (a list of them), ``Row(a, b)`` (a list of exactly
+    those), ``{str: shape}`` (an object with any keys), or
+    ``{"key": shape, "other?": shape}`` (an object with those keys, ``?``
+    marking one that may be absent; other keys are allowed).
+    """
+    return _checker(shape)(data)
+
+
+# Shapes are module constants: each is turned into nested closures once, so
+# checking a cache of a few MB costs a fraction of parsing it.
+_CHECKERS: dict[int, tuple[Any, Callable[[Any], bool]]] = {}
+
+
+def _checker(shape: Any) -> Callable[[Any], bool]:
+    found = _CHECKERS.get(id(shape))
+    if found is not None and found[0] is shape:
+        return found[1]
+    check = _compile(shape)
+    _CHECKERS[id(shape)] = (shape, check)  # keeps the shape alive, so its id stays its own
+    return check
+
+
+def _scalar_types(shape: Any) -> frozenset[type] | None:
+    """The exact types a scalar shape allows (str, int, float, bool, None and
+    tuples of them), or None for a shape with structure."""
+    if shape is None:
+        return frozenset({type(None)})
+    if shape is float:
+        return frozenset({int, float})
+    if shape in (str, int, bool):
+        return frozenset({shape})
+    if isinstance(shape, tuple):
+        parts = [_scalar_types(s) for s in shape]
+        if all(p is not None for p in parts):
+            return frozenset().union(*parts)  # type: ignore[arg-type]
+    return None
+
+
+def _compile(shape: Any) -> Callable[[Any], bool]:
+    # Scalars are checked as sets of exact types, and collections of scalars in
+    # one C-level pass (`set(map(type, items)) <= allowed`): a few MB of cache
+    # cost a fraction of parsing them, not a Python call per value.
+    allowed = _scalar_types(shape)
+    if allowed is not None:
+        return lambda d: type(d) in allowed
+    if shape is object:
+        return lambda d: True
+    if isinstance(shape, tuple):
+        options = [_compile(s) for s in shape]
+        return lambda d: any(c(d) for c in options)
+    if isinstance(shape, type):
+        return lambda d: isinstance(d, shape)
+    if isinstance(shape, Row):
+        return _compile_row(shape)
+    if isinstance(shape, list):
+        inner = _scalar_types(shape[0])
+        if inner is not None:
+            return lambda d: type(d) is list and set(map(type, d)) <= inner
+        item = _compile(shape[0])
+        return lambda d: type(d) is list and all(map(item, d))
+    if isinstance(shape, dict):
+        if list(shape) == [str]:
+            return _compile_mapping(shape[str])
+        return _compile_object(shape)
+    raise TypeError(f"not a shape: {shape!r}")
+
+
+_STR = frozenset({str})
+
+
+def _compile_mapping(shape: Any) -> Callable[[Any], bool]:
+    inner = _scalar_types(shape)
+    if inner is not None:
+        return lambda d: (
+            type(d) is dict and set(map(type, d)) <= _STR and set(map(type, d.values())) <= inner
+        )
+    value = _compile(shape)
+    return lambda d: type(d) is dict and set(map(type, d)) <= _STR and all(map(value, d.values()))
+
+
+def _compile_row(shape: Row) -> Callable[[Any], bool]:
+    n = len(shape.shapes)
+    scalars = [_scalar_types(s) for s in shape.shapes]
+    if all(t is not None for t in scalars):
+        types = tuple(scalars)
+        return lambda d: (
+            type(d) is list
+            and len(d) == n
+            and all(map(frozenset.__contains__, types, map(type, d)))  # type: ignore[arg-type]
+        )
+    # Mixed: the scalar cells at once, the others one by one.
+    at = [i for i, t in enumerate(scalars) if t is not None]
+    fetch = operator.itemgetter(*at) if len(at) > 1 else None
+    types = tuple(scalars[i] for i in at)
+    nested = [(i, _compile(shape.shapes[i])) for i, t in enumerate(scalars) if t is None]
+
+    def check(d: Any) -> bool:
+        if type(d) is not list or len(d) != n:
+            return False
+        got = fetch(d) if fetch is not None else tuple(d[i] for i in at)
+        if not all(map(frozenset.__contains__, types, map(type, got))):  # type: ignore[arg-type]
+            return False
+        return all(c(d[i]) for i, c in nested)
+
+    return check
+
+
+def _compile_object(shape: dict[str, Any]) -> Callable[[Any], bool]:
+    missing = object()
+    # Required scalar fields are fetched and checked at once (itemgetter, map);
+    # the rest (structured or optional) one by one.
+    plain = [(k, t) for k, v in shape.items() if not k.endswith("?") and (t := _scalar_types(v))]
+    rest = [
+        (k.removesuffix("?"), k.endswith("?"), _compile(v))
+        for k, v in shape.items()
+        if k.endswith("?") or _scalar_types(v) is None
+    ]
+    names = [k for k, _t in plain]
+    types = tuple(t for _k, t in plain)
+    fetch = operator.itemgetter(*names) if names else None
+    single = len(names) == 1
+
+    def check(d: Any) -> bool:
+        if type(d) is not dict:
+            return False
+        if fetch is not None:
+            try:
+                got = fetch(d)
+            except KeyError:
+                return False
+            if not all(map(frozenset.__contains__, types, map(type, (got,) if single else got))):
+                return False
+        for name, optional, sub in rest:
+            value = d.get(name, missing)
+            if value is missing:
+                if not optional:
+                    return False
+            elif not sub(value):
+                return False
+        return True
+
+    return check
+
+
+def read_valid(path: Path, shape: Any) -> dict[str, Any]:
+    """The file's JSON object when it has ``shape``, else {} (as if missing)."""
+    data = read_json(path)
+    return data if data and matches(data, shape) else {}
 
 
 def write_json(path: Path, data: dict[str, Any], *, compact: bool = False) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from onboard import proc, signals
-from onboard.errors import BadInput, OnboardError
+from onboard.errors import BadInput, OnboardError, ProcTimeout
 
 
 def git(
@@ -455,21 +456,43 @@ def push_branch(
     remote: str,
     branch: str,
     *,
+    idle_timeout: float,
+    on_line: Callable[[str], None] | None = None,
     extra_env: Mapping[str, str] | None = None,
-    timeout: float = 600,
 ) -> proc.Result:
-    """`git push <remote> HEAD:refs/heads/<branch>` (no force; the caller reads a rejection)."""
-    return git(
-        repo,
-        "push",
-        "--porcelain",
-        remote,
-        f"HEAD:refs/heads/{branch}",
-        check=False,
-        timeout=timeout,
-        extra_env=extra_env,
-        what=f"`git push {remote}`",
-    )
+    """`git push --progress --porcelain <remote> HEAD:refs/heads/<branch>` (no force;
+    the caller reads a rejection in the output).
+
+    Streamed, so each progress line reaches ``on_line`` and a remote that
+    accepts the connection and then says nothing is stopped after
+    ``idle_timeout`` seconds without output (``ProcTimeout``) instead of
+    holding the terminal for as long as the OS keeps the socket open.
+    The result's ``stdout`` holds stdout and stderr interleaved.
+    """
+    argv = ["git", "-C", os.fspath(repo), "push", "--progress", "--porcelain", remote]
+    argv.append(f"HEAD:refs/heads/{branch}")
+    return _stream_collect(argv, idle_timeout=idle_timeout, on_line=on_line, extra_env=extra_env)
+
+
+def _stream_collect(
+    argv: list[str],
+    *,
+    idle_timeout: float,
+    on_line: Callable[[str], None] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> proc.Result:
+    """``proc.stream`` that also keeps every line (stdout and stderr interleaved)
+    as the result's ``stdout``."""
+    lines: list[str] = []
+
+    def take(line: str) -> None:
+        lines.append(line)
+        if on_line is not None:
+            on_line(line)
+
+    start = time.monotonic()
+    rc = proc.stream(argv, on_line=take, env=proc.environ(extra_env), idle_timeout=idle_timeout)
+    return proc.Result(tuple(argv), rc, "\n".join(lines), "", time.monotonic() - start)
 
 
 # --- bisect ---
@@ -533,9 +556,27 @@ def reset_hard(repo: str | os.PathLike[str]) -> None:
     git(repo, "reset", "-q", "--hard", "HEAD", timeout=None, what="`git reset --hard`")
 
 
-def submodule_sync(repo: str | os.PathLike[str]) -> proc.Result:
-    """Check out the submodule commits the current commit pins (PYTORCH_FACTS: Bisect)."""
-    return git(repo, "submodule", "update", "--init", "--recursive", check=False, timeout=None)
+SUBMODULE_SYNC_IDLE_S = 300.0
+
+
+def submodule_sync(
+    repo: str | os.PathLike[str], *, idle_timeout: float = SUBMODULE_SYNC_IDLE_S
+) -> proc.Result:
+    """Check out the submodule commits the current commit pins (PYTORCH_FACTS: Bisect).
+
+    A pinned commit that is not local is fetched, so this waits on the
+    network: ``--progress`` keeps output coming while git works, and a remote
+    silent for ``idle_timeout`` seconds ends it as a failed result (exit 124).
+    """
+    argv = ["git", "-C", os.fspath(repo), "submodule", "update", "--init", "--recursive"]
+    argv.append("--progress")
+    try:
+        result = _stream_collect(argv, idle_timeout=idle_timeout)
+    except ProcTimeout as exc:
+        why = f"{exc.message} (a submodule remote that never answers?)"
+        return proc.Result(tuple(argv), 124, "", why, idle_timeout)
+    # Callers read git's complaint from stderr, as with a captured run.
+    return proc.Result(result.args, result.returncode, "", result.stdout, result.seconds)
 
 
 def count_range(repo: str | os.PathLike[str], old: str, new: str, *, first_parent: bool) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onboard import github_answers as answers
 from onboard.errors import OnboardError
 from onboard.redact import redact
 
@@ -134,7 +135,7 @@ class GitHub:
         return self._repo
 
     def viewer_login(self) -> str:
-        return str(self._call(lambda: self._gh.get_user().login))
+        return str(self._call(lambda: answers.login(self._gh.get_user())))
 
     def issue(self, number: int) -> IssueInfo:
         repo = self._repository()
@@ -176,13 +177,17 @@ def _call(fn: Any, api_url: str, repo_name: str, token: str) -> Any:
 
     try:
         return fn()
-    except GithubException as exc:
-        raise GitHubUnavailable(redact(_explain(exc, api_url, repo_name), token)) from None
-    except OSError as exc:  # requests' ConnectionError is an OSError
-        raise GitHubUnavailable(f"Could not reach {api_url} ({type(exc).__name__}).") from None
     except Exception as exc:
-        # requests wraps socket errors in its own exception types.
-        if type(exc).__module__.startswith(("requests", "urllib3")):
+        problem = answers.malformed(exc)  # first: PyGithub's own IncompletableObject is one too
+        if problem is not None:
+            raise GitHubUnavailable(
+                redact(answers.not_github(api_url, f"reading {repo_name}", problem), token),
+                next_step=_CHECK_API_URL,
+            ) from None
+        if isinstance(exc, GithubException):
+            raise GitHubUnavailable(redact(_explain(exc, api_url, repo_name), token)) from None
+        # requests' ConnectionError is an OSError; it wraps others in its own types.
+        if isinstance(exc, OSError) or type(exc).__module__.startswith(("requests", "urllib3")):
             raise GitHubUnavailable(f"Could not reach {api_url} ({type(exc).__name__}).") from None
         raise
 
@@ -224,27 +229,31 @@ def _utc(epoch: str) -> str:
 
 
 def _issue_info(issue: Any) -> IssueInfo:
+    url = answers.text(issue, "html_url")
     return IssueInfo(
-        number=int(issue.number),
-        title=str(issue.title or ""),
-        state=str(issue.state or ""),
-        labels=tuple(str(label.name) for label in issue.labels),
-        url=str(issue.html_url or ""),
+        number=answers.number(issue, "number"),
+        title=answers.text(issue, "title", empty_ok=True),
+        state=answers.text(issue, "state"),
+        labels=tuple(answers.text(label, "name") for label in answers.list_of(issue, "labels")),
+        url=url,
         # Not `issue.pull_request`: on a listed issue without that key PyGithub
         # fetches the issue again to "complete" it, one request per issue.
-        is_pull="/pull/" in str(issue.html_url or ""),
+        is_pull="/pull/" in url,
     )
 
 
 def _pull_info(pull: Any) -> PullInfo:
+    head = answers.text(answers.obj_field(pull, "head"), "label")
+    if ":" not in head:
+        raise answers.Malformed(f"a pull request whose head {head!r} is not OWNER:BRANCH")
     return PullInfo(
-        number=int(pull.number),
-        title=str(pull.title or ""),
-        state=str(pull.state or ""),
-        url=str(pull.html_url or ""),
-        head=str(pull.head.label or ""),
-        base=str(pull.base.ref or ""),
-        draft=bool(pull.draft),
+        number=answers.number(pull, "number"),
+        title=answers.text(pull, "title", empty_ok=True),
+        state=answers.text(pull, "state"),
+        url=answers.text(pull, "html_url"),
+        head=head,
+        base=answers.text(answers.obj_field(pull, "base"), "ref"),
+        draft=bool(answers.field(pull, "draft")),  # absent on old GitHub Enterprise servers
     )
 
 
@@ -341,14 +350,18 @@ class PullRequests:
     def login(self) -> str:
         """GET /user: the token works; the login names the fork's owner."""
         what = "checking the token (GET /user)"
-        return str(self._call(what, lambda: self._client().get_user().login))
+        return str(self._call(what, lambda: answers.login(self._client().get_user())))
 
     def upstream_default_branch(self) -> str:
         """GET /repos/{owner}/{repo}: the upstream is visible; its default branch."""
 
         def get() -> str:
-            self._repo = self._client().get_repo(self.upstream_repo)
-            return str(self._repo.default_branch)
+            repo = self._client().get_repo(self.upstream_repo)
+            branch = answers.matching(
+                answers.text(repo, "default_branch"), answers.BRANCH_RE, "default_branch"
+            )
+            self._repo = repo
+            return branch
 
         return str(self._call(f"reading {self.upstream_repo}", get))
 
@@ -388,10 +401,24 @@ class PullRequests:
         return result
 
 
+_CHECK_API_URL = (
+    "Check --api-url (https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise) "
+    "and any proxy between you and GitHub (HTTPS_PROXY), then run the command again."
+)
+
+
 def _pr_error(exc: Exception, *, what: str, api_url: str, token: Token) -> Exception:
     """A PyGithub/requests failure as one paragraph with its next step."""
     from github import GithubException
 
+    problem = answers.malformed(exc)
+    if problem is not None:
+        return GitHubUnavailable(
+            redact(answers.not_github(api_url, what, problem), token.value),
+            next_step=_CHECK_API_URL.removesuffix("then run the command again.")
+            + "then run `onboard pr --open` again (re-running is safe: a branch already pushed "
+            "is reused, and an open pull request is updated, not duplicated).",
+        )
     if not isinstance(exc, GithubException):
         if isinstance(exc, OSError) or type(exc).__module__.startswith(("requests", "urllib3")):
             refused = "Connection refused" in str(exc)

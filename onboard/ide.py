@@ -54,9 +54,27 @@ def settings(python: str, checkout: Path) -> dict[str, Any]:
     }
 
 
+def safe_path_supported(python_version: str | None) -> bool:
+    """Python 3.11+ honours PYTHONSAFEPATH (and -P)."""
+    try:
+        major, minor = (int(p) for p in (python_version or "").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (3, 11)
+
+
 def launch_configurations(
-    python: str, prefix: str | None, checkout: Path, torch_dir: Path | None
+    python: str,
+    prefix: str | None,
+    checkout: Path,
+    torch_dir: Path | None,
+    python_version: str | None = None,
 ) -> list[dict[str, Any]]:
+    env = {"TORCH_SHOW_CPP_STACKTRACES": "1"}
+    if safe_path_supported(python_version):
+        # A script saved in the checkout's root would otherwise import the
+        # checkout's uncompiled torch/ (its folder goes first on sys.path).
+        env["PYTHONSAFEPATH"] = "1"
     debugpy: dict[str, Any] = {
         "name": DEBUGPY_NAME,
         "type": "debugpy",
@@ -67,7 +85,7 @@ def launch_configurations(
         # Without this, debugpy skips library frames: torch itself.
         "justMyCode": False,
         # The C++ side of a Python exception (PYTORCH_FACTS: TORCH_SHOW_CPP_STACKTRACES).
-        "env": {"TORCH_SHOW_CPP_STACKTRACES": "1"},
+        "env": env,
     }
     if torch_dir is not None:
         debugpy["pathMappings"] = [
@@ -106,12 +124,20 @@ def merge_settings(existing: dict[str, Any], ours: dict[str, Any]) -> dict[str, 
 def merge_launch(existing: dict[str, Any], ours: list[dict[str, Any]]) -> dict[str, Any]:
     merged = dict(existing)
     merged.setdefault("version", "0.2.0")
-    theirs = [
-        c
-        for c in merged.get("configurations") or []
-        if not (isinstance(c, dict) and str(c.get("name", "")).startswith(NAME_PREFIX))
-    ]
-    merged["configurations"] = [*theirs, *ours]
+    theirs: list[Any] = []
+    old_ours: list[Any] = []
+    for c in merged.get("configurations") or []:
+        mine = isinstance(c, dict) and str(c.get("name", "")).startswith(NAME_PREFIX)
+        (old_ours if mine else theirs).append(c)
+    # Variables the user added to one of onboard's configurations stay (ours are set).
+    old_env = {str(c.get("name")): c.get("env") for c in old_ours}
+    fresh = []
+    for config in ours:
+        added = old_env.get(str(config.get("name")))
+        if isinstance(added, dict) and isinstance(config.get("env"), dict):
+            config = {**config, "env": {**added, **config["env"]}}
+        fresh.append(config)
+    merged["configurations"] = [*theirs, *fresh]
     return merged
 
 
@@ -181,6 +207,7 @@ def write_vscode(
     prefix: str | None,
     torch_dir: Path | None,
     again: str = "onboard setup WS",
+    python_version: str | None = None,
 ) -> list[FileAction]:
     """Write or merge ``folder/settings.json`` and ``folder/launch.json``; their
     contents name ``checkout`` (the final path, when ``folder`` is still staged).
@@ -190,7 +217,7 @@ def write_vscode(
             folder / "settings.json", merge_settings, settings(python, checkout), again=again
         ),
     ]
-    ours = launch_configurations(python, prefix, checkout, torch_dir)
+    ours = launch_configurations(python, prefix, checkout, torch_dir, python_version)
     actions.append(
         write_merged(
             folder / "launch.json",

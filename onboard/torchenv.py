@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import proc
-from onboard.cache import cache_dir
+from onboard.cache import cache_dir, read_valid
 from onboard.errors import OnboardError, ProcTimeout
 
 PROBE_TIMEOUT = 180.0
@@ -35,6 +35,56 @@ _SOURCE_RE = re.compile(
     rb"(/[\x21-\x7e]*?)/((?:aten/src|c10|torch/csrc|caffe2|third_party|build)/[\x21-\x7e]*?"
     rb"\.(?:cpp|cc|c|h|hpp|cu|cuh))(?=\x00)"
 )
+
+
+# --- children that import torch or torchgen ---------------------------------
+# Python puts the current folder (for `-c`, `-m`, the REPL) or a script's own
+# folder first on sys.path. Started from a PyTorch checkout, a child's
+# `import torch` would load the checkout's uncompiled torch/ instead of the
+# installed torch onboard is asked about (PYTORCH_FACTS "Debugger and ABI
+# facts"). Such children run from an empty folder of onboard's own, with
+# PYTHONSAFEPATH=1: Python 3.11+ then puts no such folder on sys.path at
+# all; older interpreters ignore the variable, and the empty folder holds.
+SAFE_PATH_ENV = {"PYTHONSAFEPATH": "1"}
+_NEUTRAL: list[Path] = []
+
+
+def neutral_cwd() -> Path:
+    """An empty folder (made once per process, removed at exit) to start children in."""
+    if not _NEUTRAL or not _NEUTRAL[0].is_dir():
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="onboard-cwd-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _NEUTRAL[:] = [folder]
+    return _NEUTRAL[0]
+
+
+def isolated(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """``proc.run`` keywords for a child interpreter that imports torch or torchgen:
+    ``cwd`` (default an empty folder) and PYTHONSAFEPATH=1."""
+    return {"cwd": cwd if cwd is not None else neutral_cwd(), "extra_env": SAFE_PATH_ENV}
+
+
+def folder_torch(folder: str | os.PathLike[str]) -> Path | None:
+    """The ``torch/`` package in ``folder``: what `python -c`, the REPL and a
+    script saved in ``folder`` import first when started there."""
+    torch_dir = Path(folder) / "torch"
+    return torch_dir if (torch_dir / "__init__.py").is_file() else None
+
+
+def is_compiled(torch_dir: Path) -> bool:
+    """Whether a torch package has its C extension (a source tree built in place does)."""
+    return any(torch_dir.glob("_C.*so")) or any(torch_dir.glob("_C.*pyd"))
+
+
+def shadowing_tree(folder: str | os.PathLike[str]) -> Path | None:
+    """``folder``'s torch/ when it is a source tree's without the compiled
+    ``torch._C``: started there, Python imports it and `import torch` fails."""
+    torch_dir = folder_torch(folder)
+    return torch_dir if torch_dir is not None and not is_compiled(torch_dir) else None
 
 
 @dataclass(frozen=True)
@@ -131,7 +181,9 @@ class TorchEnv:
 
 
 def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = None) -> TorchEnv:
-    """Probe the torch that ``python`` imports (from ``cwd``, default ours)."""
+    """Probe the torch that ``python`` imports: the installed one, seen from an
+    empty folder (or ``cwd``) with PYTHONSAFEPATH=1, never a checkout's torch/
+    from the folder onboard runs in (``shadowing_tree`` tells about that)."""
     exe = python or sys.executable
     if os.sep not in exe and proc.which(exe) is None:
         raise OnboardError(
@@ -150,7 +202,7 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
     try:
         result = proc.run(
             [exe, "-c", code],
-            cwd=cwd,
+            **isolated(cwd),
             timeout=PROBE_TIMEOUT,
             check=False,
             what=f"Probing {exe}",
@@ -318,6 +370,9 @@ def _rodata_ranges(lib: Path) -> list[tuple[int, int]]:
         return []
 
 
+_PREFIX_SHAPE = {"prefix": (str, None), "method": str, "source_paths": [str]}
+
+
 def scan_build_prefix(lib: Path) -> BuildPrefix:
     """Find the build folder compiled into the library's ``__FILE__`` strings.
 
@@ -329,11 +384,9 @@ def scan_build_prefix(lib: Path) -> BuildPrefix:
     per library (path, size, mtime).
     """
     cache = _cache_file("prefix", lib)
-    try:
-        data = json.loads(cache.read_text())
+    data = read_valid(cache, _PREFIX_SHAPE)
+    if data:
         return BuildPrefix(data["prefix"], data["method"], tuple(data["source_paths"]))
-    except (OSError, ValueError, KeyError):
-        pass
     counts: Counter[bytes] = Counter()
     paths: dict[bytes, set[bytes]] = {}
     ranges = _rodata_ranges(lib)
@@ -431,7 +484,7 @@ def check_loader(
     try:
         result = proc.run(
             [exe, "-c", _LOADER_CHILD, json.dumps(list(symbols)), json.dumps(list(libraries))],
-            cwd=cwd,
+            **isolated(cwd),
             timeout=60,
             check=False,
         )

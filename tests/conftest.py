@@ -8,6 +8,9 @@ Guards (always on):
   a fixed identity and dates, tokens and ONBOARD_WORKSPACE are unset; at the
   end of the session any new entry in the real home directory fails the run.
 
+CI (ONBOARD_CI_NO_SKIPS=1, set by .ci/run): a skipped test fails, unless it
+is marked `gpu` (fixtures/ci_skips.py).
+
 Fixtures: torch_wheel_dir, pytorch_repo_builder (session, read-only repos),
 pytorch_repo_factory / pytorch_repo (function, private copies), git_daemon.
 """
@@ -30,6 +33,7 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
+from fixtures import ci_skips  # noqa: E402
 from fixtures.git_server import GitDaemon  # noqa: E402
 
 # Every `onboard ...` command the tests see onboard suggest must parse (see the module).
@@ -50,6 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "slow: end-to-end; runs in `nox -s verify`, excluded from `nox -s tests`",
     )
+    # The `gpu` marker, and in CI (ONBOARD_CI_NO_SKIPS=1) a skip is a failure.
+    if not config.pluginmanager.has_plugin("fixtures.ci_skips"):
+        config.pluginmanager.register(ci_skips, "fixtures.ci_skips")
     _install_network_guard()
     _record_real_home(config)
 

@@ -10,8 +10,8 @@
 Both name the installed torch's commit and the CI build prefix, as `onboard
 setup` writes them. Nothing here imports torch.
 
-The fixtures at the end (`shared_cache`, an autouse cache, `clone_ws`,
-`reference_ws`) are used by importing them into the test module (pytest finds
+The fixtures at the end (`shared_cache`, an autouse cache, `private_cache`,
+`clone_ws`, `reference_ws`) are used by importing them into the test module (pytest finds
 fixtures in a module's namespace, so the autouse one applies to that module
 only); each is defined as `*_fixture` with `name=` so a test's parameter does
 not shadow the import.
@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,23 @@ def cache_fixture(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One cache per module (still under pytest's tmp): the indexes are built and
     # torchgen parses the yaml once.
     monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
+
+
+@pytest.fixture(name="private_cache")
+def private_cache_fixture(
+    shared_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Path]:
+    """``private_cache(*leave_out)``: this test's own copy of the module's cache
+    (without entries matching the ``leave_out`` globs), as XDG_CACHE_HOME; returns
+    its opsource folder, for a test that edits or drops entries."""
+
+    def copy(*leave_out: str) -> Path:
+        private = tmp_path / "cache"
+        shutil.copytree(shared_cache, private, ignore=shutil.ignore_patterns(*leave_out))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(private))
+        return private / "onboard" / "opsource"
+
+    return copy
 
 
 @pytest.fixture(scope="module", name="clone_ws")

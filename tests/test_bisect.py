@@ -450,6 +450,7 @@ def test_terms_find_the_fix(pytorch_repo_factory: RepoFactory, tmp_path: Path) -
         run_bisect(repro, good=info.commits[0], repo=str(info.path), term_old="bad", term_new="x")
 
 
+@pytest.mark.gpu  # needs the absence of one: skips on a machine with a GPU
 def test_gpu_repro_refused_on_a_machine_without_gpu(
     pytorch_repo_factory: RepoFactory, tmp_path: Path
 ) -> None:
@@ -774,3 +775,29 @@ def test_repo_option_that_is_not_a_repository_is_bad_input(
         error = json.loads(capsys.readouterr().out)["error"]
         assert error["message"] == f"--repo {where} {words}."
         assert "PyTorch checkout" in error["next_step"]
+
+
+def test_submodule_sync_gives_up_on_a_remote_that_never_answers(tmp_path: Path) -> None:
+    # Before each build, bisect checks out the submodule commits the commit
+    # pins; one that is not local is fetched, and a silent remote must end it.
+    from fixtures.git_server import SilentServer
+
+    from onboard import git as git_mod
+
+    repo = tmp_path / "super"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    with SilentServer() as silent:
+        url = f"git://127.0.0.1:{silent.port}/pybind11.git"
+        (repo / ".gitmodules").write_text(
+            f'[submodule "third_party/pybind11"]\n\tpath = third_party/pybind11\n\turl = {url}\n'
+        )
+        git("add", ".gitmodules", cwd=repo)
+        git("update-index", "--add", "--cacheinfo", f"160000,{'ab' * 20},third_party/pybind11",
+            cwd=repo)  # fmt: skip
+        git("commit", "-q", "-m", "pin pybind11", cwd=repo)
+        result = git_mod.submodule_sync(repo, idle_timeout=1)
+        accepted = silent.accepted
+    assert accepted >= 1
+    assert not result.ok and result.returncode == 124
+    assert "printed nothing for 1 s" in result.stderr

@@ -518,7 +518,10 @@ def test_failed_build_shows_first_error_and_log(
 def redis_server(tmp_path: Path) -> Iterator[str]:
     exe = shutil.which("redis-server")
     if exe is None:
-        pytest.skip("redis-server is not installed (Debian: `apt-get install -y redis-server`)")
+        pytest.skip(
+            "redis-server is not installed (Debian: `apt-get install -y redis-server`; "
+            "CI installs it in .ci/run)"
+        )
     port = free_port()
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -554,7 +557,8 @@ def _hits(stats: dict[str, object]) -> int:
     return sum(counts.values())
 
 
-@pytest.mark.slow
+# Not slow: two builds of the small fixture tree, ~2-3x
+# test_build_fixture_passes_post_build_checks; CI installs redis-server for it.
 def test_sccache_over_redis_hits_on_second_folder(
     tmp_path: Path,
     offline_build_env: None,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 import onboard.workflows.doctor as doctor_workflow
@@ -206,3 +207,143 @@ def test_sigterm_runs_cleanup_and_exits_130(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_INTERRUPT, proc.stderr
     assert marker.read_text() == "yes"
     assert json.loads(proc.stdout)["error"]["kind"] == "Interrupted"
+
+
+# --------------------------------------------------------------------------
+# Paths: one parameter type for all of them
+
+# Every parameter that takes text is a path (PathParam) or is named here with
+# what it is instead, so a new path option cannot skip the checks.
+NOT_PATHS = {
+    ("bisect", "good"): "a commit or release",
+    ("bisect", "bad"): "a commit or release",
+    ("bisect", "term_old"): "a git bisect term",
+    ("bisect", "term_new"): "a git bisect term",
+    ("bisect", "package"): "a package name",
+    ("bisect", "index_url"): "a URL",
+    ("harvest", "modules"): "a module name",
+    ("harvest", "api_url"): "a URL",
+    ("harvest show", "item_id"): "a harvest id",
+    ("harvest show", "api_url"): "a URL",
+    ("locate", "message"): "an error message, or - for stdin",
+    ("new-op", "name"): "an op name (checked by new-op itself)",
+    ("new-op", "like"): "an op name",
+    ("pr", "fork_remote"): "a git remote name",
+    ("pr", "api_url"): "a URL",
+    ("pr", "upstream_repo"): "OWNER/NAME",
+    ("pr", "base"): "a commit",
+    ("pr", "title"): "text",
+    ("setup", "commit"): "a commit",
+    ("where", "op"): "an op name",
+    ("doctor", "import_module"): "a Python module name",
+}
+
+
+def _commands() -> list[tuple[str, click.Command]]:
+    from onboard.cli import COMMANDS
+
+    found = []
+    ctx = click.Context(cli)
+    for name in sorted(COMMANDS):
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        found.append((name, command))
+        if isinstance(command, click.Group):
+            found += [(f"{name} {sub}", c) for sub, c in sorted(command.commands.items())]
+    return found
+
+
+def _takes_text(param: click.Parameter) -> bool:
+    if isinstance(param, click.Option) and (param.is_flag or param.count):
+        return False
+    return isinstance(param.type, (click.types.StringParamType, click.Path))
+
+
+def test_every_text_parameter_is_a_path_or_says_what_it_is() -> None:
+    from onboard.commands._common import PathParam
+
+    unclassified = [
+        (name, param.name)
+        for name, command in _commands()
+        for param in command.params
+        if _takes_text(param)
+        and not isinstance(param.type, PathParam)
+        and (name, param.name) not in NOT_PATHS
+    ]
+    assert not unclassified, (
+        f"{unclassified}: give a path parameter `type=PathParam(...)` "
+        "(onboard/commands/_common.py), or add it to NOT_PATHS with what it is"
+    )
+    stale = [
+        k for k in NOT_PATHS if k not in {(n, p.name) for n, c in _commands() for p in c.params}
+    ]
+    assert not stale, f"NOT_PATHS names parameters that no longer exist: {stale}"
+
+
+def _path_params() -> list[tuple[str, click.Command, click.Parameter]]:
+    from onboard.commands._common import PathParam
+
+    return [
+        (name, command, param)
+        for name, command in _commands()
+        for param in command.params
+        if isinstance(param.type, PathParam)
+    ]
+
+
+def _argv_with(name: str, command: click.Command, param: click.Parameter, value: str) -> list[str]:
+    """The command with ``value`` for ``param`` and a stand-in for every other required one."""
+    argv = name.split()
+    for other in command.params:
+        if isinstance(other, click.Option) and other.required and other is not param:
+            argv += [other.opts[0], "x"]
+    for other in command.params:
+        if isinstance(other, click.Argument):
+            if other is param:
+                argv.append(value)
+            elif other.required:
+                argv.append("x")
+    if isinstance(param, click.Option):
+        argv += [param.opts[0], value]
+    return argv
+
+
+def test_there_are_path_parameters_to_check() -> None:
+    names = {(name, p.name) for name, _, p in _path_params()}
+    for expected in [("setup", "dest"), ("setup", "reference"), ("doctor", "workspace"),
+                     ("bisect", "repro"), ("harvest", "paths"), ("pr", "repo"),
+                     ("locate", "python"), ("build", "debinfo")]:  # fmt: skip
+        assert expected in names
+
+
+@pytest.mark.parametrize("value", ["", "   ", "\t"])
+def test_every_path_parameter_refuses_an_empty_value(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `onboard setup "$WS"` with WS unset made the current folder a workspace (exit 0).
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for name, command, param in _path_params():
+        argv = _argv_with(name, command, param, value)
+        assert run_cli(cli, argv) == EXIT_USAGE, argv
+        err = capsys.readouterr().err
+        assert "is not a path: it is empty" in err, (argv, err)
+    assert list(here.iterdir()) == []  # nothing was made here
+
+
+def test_a_path_with_a_name_too_long_is_bad_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp_path = tmp_path / "here"
+    tmp_path.mkdir()
+    long_dir = str(tmp_path / ("w" * 300))
+    for name, command, param in _path_params():
+        argv = _argv_with(name, command, param, long_dir)
+        assert run_cli(cli, argv) == EXIT_USAGE, argv
+        assert "300 bytes long" in capsys.readouterr().err
+    # setup adds a hidden staging folder's name beside DIR: that must fit too
+    assert run_cli(cli, ["setup", str(tmp_path / ("w" * 240)), "--from-wheel"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "plus the 26 onboard adds" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

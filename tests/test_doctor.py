@@ -428,6 +428,8 @@ def test_running_python_inside_a_pytorch_checkout(pytorch_repo_factory, tmp_path
     )
 
     report = run_doctor(None, cwd=root)
+    # the facts are the installed torch's, seen from a neutral folder
+    assert report.env.torch is not None and report.env.import_error is None
     shadow = report.finding("torch-shadowed")
     assert shadow is not None, ids(report)
     assert "a PyTorch source tree" in shadow.title
@@ -442,6 +444,19 @@ def test_running_python_inside_a_pytorch_checkout(pytorch_repo_factory, tmp_path
     assert "CMAKE_FRESH=1" in stale.fix
     # the shadowing explains the failed import: no ELF guesswork on top of it
     assert not [i for i in ids(report) if i.startswith("extension-")]
+
+
+def test_a_torch_built_in_place_in_the_current_folder_is_named(tmp_path: Path) -> None:
+    # A checkout built in place (`python setup.py develop` without installing):
+    # python from here imports that build, not the installed torch.
+    here = tmp_path / "pytorch"
+    write(here / "torch" / "__init__.py", "")
+    write(here / "torch" / "_C.cpython-311-x86_64-linux-gnu.so", "")
+    report = run_doctor(None, cwd=here)
+    assert report.env.torch is not None  # the installed one, probed from a neutral folder
+    shadow = report.finding("torch-shadowed")
+    assert shadow is not None, ids(report)
+    assert "so it imports" in shadow.why and "fails" not in shadow.why
 
 
 # --- 4. workspace --------------------------------------------------------------------

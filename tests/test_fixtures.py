@@ -566,3 +566,50 @@ def test_home_guard_fails_a_session_that_writes_to_home(tmp_path: Path) -> None:
     assert proc.returncode == pytest.ExitCode.TESTS_FAILED, proc.stdout
     assert "REAL HOME DIRECTORY MODIFIED" in proc.stdout
     assert ".leaked" in proc.stdout
+
+
+# --------------------------------------------------------------------------
+# CI: a skip is a failure (fixtures/ci_skips.py)
+
+_SAMPLE = """
+import pytest
+
+def test_runs():
+    pass
+
+def test_skips():
+    pytest.skip("redis-server is not installed")
+
+@pytest.mark.gpu
+def test_needs_a_gpu():
+    pytest.skip("no GPU here")
+
+@pytest.mark.xfail(reason="known")
+def test_expected_failure():
+    assert False
+"""
+
+
+@pytest.mark.parametrize("ci", [False, True])
+def test_a_skip_fails_in_ci_unless_the_test_needs_a_gpu(tmp_path: Path, ci: bool) -> None:
+    from fixtures import ci_skips
+
+    (tmp_path / "test_sample.py").write_text(_SAMPLE)
+    env = {k: v for k, v in os.environ.items() if k != ci_skips.ENV}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent)
+    if ci:
+        env[ci_skips.ENV] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "fixtures.ci_skips", "-p", "no:cacheprovider",
+         "-p", "no:xdist", "-q", "-rfEs", "test_sample.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    out = proc.stdout
+    if ci:
+        assert proc.returncode == 1, out
+        assert "1 failed, 1 passed, 1 skipped, 1 xfailed" in out
+        assert "FAILED test_sample.py::test_skips" in out and "redis-server is not installed" in out
+    else:
+        assert proc.returncode == 0, out
+        assert "1 passed, 2 skipped, 1 xfailed" in out
+        assert "SKIPPED [1] test_sample.py:8: redis-server is not installed" in out  # -rs

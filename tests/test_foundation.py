@@ -6,11 +6,13 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from onboard import proc, redact, workspace
+from onboard.cache import Row, matches, read_valid, writable_cache_dir
 from onboard.errors import NoWorkspace, OnboardError, ProcError, ProcTimeout
 
 
@@ -117,3 +119,70 @@ def test_redact_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     assert token not in redact.redact(f"push https://x:{token}@github.com/a/b failed {token}")
     monkeypatch.setenv("GITHUB_TOKEN", "plain-secret-value")
     assert "plain-secret-value" not in redact.redact("Authorization: token plain-secret-value")
+
+
+# --- cache files: checked on read -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "shape", "ok"),
+    [
+        ({"a": "x", "b": [1, 2]}, {"a": str, "b": [int]}, True),
+        ({"a": "x", "b": [1, "2"]}, {"a": str, "b": [int]}, False),
+        ({"a": "x"}, {"a": str, "b": [int]}, False),  # a required key is missing
+        ({"a": "x"}, {"a": str, "b?": [int]}, True),  # an optional one may be
+        ({"a": "x", "b": None}, {"a": str, "b?": [int]}, False),
+        ({"a": True}, {"a": int}, False),  # JSON true is not a number
+        ({"a": 3}, {"a": float}, True),
+        ({"m": {"k": ["f.cpp", 3]}}, {"m": {str: Row(str, int)}}, True),
+        ({"m": {"k": ["f.cpp", 3, 4]}}, {"m": {str: Row(str, int)}}, False),
+        ({"m": {"k": ["f.cpp", "3"]}}, {"m": {str: Row(str, int)}}, False),
+        ({"s": None}, {"s": ({"path": str}, None)}, True),
+        ({"s": {"path": 1}}, {"s": ({"path": str}, None)}, False),
+        ({"x": [[1], "two"]}, {"x": [object]}, True),
+        ([], {"a": str}, False),
+    ],
+)
+def test_matches_checks_the_shape_of_json(data: object, shape: object, ok: bool) -> None:
+    assert matches(data, shape) is ok
+
+
+def test_read_valid_treats_another_shape_as_missing(tmp_path: Path) -> None:
+    path = tmp_path / "entry.json"
+    path.write_text('{"prefix": "/b", "method": "scan", "source_paths": "not a list"}')
+    assert read_valid(path, {"prefix": str, "method": str, "source_paths": [str]}) == {}
+    path.write_text('{"prefix": "/b", "method": "scan", "source_paths": ["a.cpp"]}')
+    assert read_valid(path, {"prefix": str, "source_paths": [str]})["prefix"] == "/b"
+    assert read_valid(tmp_path / "missing.json", {"prefix": str}) == {}
+
+
+def test_writable_cache_dir_falls_back_to_a_private_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert writable_cache_dir("opsource") == tmp_path / "cache" / "onboard" / "opsource"
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file" / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    fallback = writable_cache_dir("opsource")
+    assert fallback == tmp_path / "tmp" / f"onboard-{os.getuid()}" / "cache" / "opsource"
+    assert fallback.parent.parent.stat().st_mode & 0o777 == 0o700
+    # a folder of that name that someone else could write is never used
+    (tmp_path / "tmp" / f"onboard-{os.getuid()}").chmod(0o777)
+    other = writable_cache_dir("opsource")
+    assert other.parent.name.startswith("onboard-cache-") and other != fallback
+
+
+def test_a_build_prefix_cache_of_the_wrong_shape_is_scanned_again(
+    isolated_home: Path, torch_wheel_dir: Path
+) -> None:
+    from onboard import torchenv
+
+    lib = torchenv.find_library(torch_wheel_dir)
+    assert lib is not None
+    first = torchenv.scan_build_prefix(lib)
+    (cached,) = (isolated_home / ".cache" / "onboard").glob("prefix-*.json")
+    cached.write_text(json.dumps({"prefix": 7, "method": "x", "source_paths": 3}))
+    assert torchenv.scan_build_prefix(lib) == first
+    assert json.loads(cached.read_text())["prefix"] == first.prefix

@@ -366,6 +366,31 @@ def test_cache_is_used_and_invalidated(small_repo: Path, tmp_path: Path) -> None
     assert any(i.text == "HACK: work around a CPython bug, v2" for i in third.items)
 
 
+# Valid JSON, wrong value types, per cache file (a hand edit, another format).
+_WRONG_TYPES = {
+    "scan": lambda d: next(iter(d["files"].values()))[4][0].__setitem__(0, "3"),
+    "tree": lambda d: d["items"][0].__setitem__(2, "7"),
+    "blame": lambda d: d["lines"].update({k: "2025-01-01" for k in d["lines"]}),
+}
+
+
+def test_caches_of_the_wrong_shape_are_rebuilt_silently(small_repo: Path, tmp_path: Path) -> None:
+    _git(small_repo, "commit", "-q", "--allow-empty", "-m", "A second commit (blame has history)")
+    cache = tmp_path / "cache"
+    first = _harvest(small_repo, cache=cache, enrich_results=True, api_url="http://127.0.0.1:9")
+    names = sorted(p.name.split("-")[0] for p in cache.glob("*.json"))
+    assert names == ["blame", "scan", "tree"], names
+    for path in cache.glob("*.json"):
+        data = json.loads(path.read_text())
+        _WRONG_TYPES[path.name.split("-")[0]](data)
+        path.write_text(json.dumps(data))
+    again = _harvest(small_repo, cache=cache, enrich_results=True, api_url="http://127.0.0.1:9")
+    assert again.summary()["cache"] != "tree" and again.summary()["files_lexed"] > 0
+    assert [(i.id, i.line) for i in again.items] == [(i.id, i.line) for i in first.items]
+    assert [i.blame for i in again.items] == [i.blame for i in first.items]
+    assert all(isinstance(i.blame, dict) for i in again.items)
+
+
 def test_parallel_lexing_gives_the_same_comments(small_repo: Path) -> None:
     hits = scan.find_candidates(small_repo).hits
     serial, _ = scan.lex_files(small_repo, hits, cache=None, workers=1)
@@ -591,6 +616,9 @@ def test_issues_option_lists_newcomer_issues(
         ("bad-token", "GitHub rejected the token (401"),
         ("rate", "rate limit is used up"),
         ("offline", "Could not reach"),
+        # 200 with a proxy's page or JSON of another shape: told, never used
+        ("proxy-page", "gave an answer GitHub never sends"),
+        ("odd-json", "gave an answer GitHub never sends"),
     ],
 )
 def test_without_github_one_line_and_results(
@@ -603,6 +631,10 @@ def test_without_github_one_line_and_results(
         monkeypatch.setenv("GITHUB_TOKEN", TOKEN + "x" if setup == "bad-token" else TOKEN)
     if setup == "rate":
         api.fail_rate_limited()
+    if setup == "proxy-page":
+        api.answer_with("<html><body>Sign in to the proxy</body></html>")
+    if setup == "odd-json":
+        api.answer_with({"number": "1111", "items": []})
     if setup == "offline":
         url = closed_port_url().rsplit("/", 1)[0].replace("git://", "http://")
     out = _onboard("harvest", "--repo", str(repo), "--api-url", url, "--json", "--issues",
@@ -619,6 +651,22 @@ def test_without_github_one_line_and_results(
         "harvest", "--repo", str(repo), "--api-url", url, cwd=tmp_path, env=dict(os.environ)
     )
     assert plain.returncode == 0 and sum("GitHub" in ln for ln in plain.stdout.splitlines()) == 1
+
+
+def test_an_issue_cache_of_the_wrong_shape_is_asked_again(
+    tmp_path: Path, api: GitHubAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _make_repo(tmp_path / "pt", ISSUE_TREE)
+    api.add_issue(1111, "Rename helper", labels=["good first issue"])
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    stale = {"1111": {"fetched_at": "yesterday", "issue": {"number": "1111"}}}
+    (cache / "issues-pytorch-pytorch.json").write_text(json.dumps(stale))
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    result = hv.harvest(repo=str(repo), api_url=api.url, limit=0, cache=cache)
+    good = next(i for i in result.items if i.path == "torch/a.py")
+    assert good.linked and good.linked[0]["labels"] == ["good first issue"]
+    assert api.calls("GET", r"/issues/1111$")
 
 
 def test_github_adapter_errors_never_show_the_token(api: GitHubAPI) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from opsource_helpers import (
     clone_ws_fixture,  # noqa: F401 (a pytest fixture)
     installed_commit,
     make_clone_workspace,
+    private_cache_fixture,  # noqa: F401 (a pytest fixture)
     reference_ws_fixture,  # noqa: F401 (a pytest fixture)
     shared_cache_fixture,  # noqa: F401 (a pytest fixture)
 )
@@ -204,6 +206,38 @@ def test_locate_message_on_full_checkout(clone_ws: Path) -> None:
     assert best.function == "TORCH_META_FUNC(mm)"
     # addmm's check has the same words but fewer literal pieces: ranked below
     assert [c.location.line for c in result.candidates][:2] == [204, 119]
+
+
+def test_a_check_index_of_the_wrong_shape_is_rebuilt_silently(
+    clone_ws: Path, private_cache: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from onboard.cache import matches
+
+    assert locate(message=MM_MESSAGE, workspace=str(clone_ws)).verdict == MATCHED  # built
+    (entry,) = private_cache().glob("checks-*.json")
+    data = json.loads(entry.read_text())
+    # valid JSON, wrong types: message pieces as one string, a line as text
+    data["files"][LINALG] = [["204", "TORCH_CHECK", "mat1 and mat2 shapes"]]
+    entry.write_text(json.dumps(data))
+    assert run_cli(cli, ["locate", "--workspace", str(clone_ws), "--json", MM_MESSAGE]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["candidates"][0]["location"]["line"] == 204
+    assert "Traceback" not in err
+    assert matches(json.loads(entry.read_text()), checks.SHAPE)
+
+
+def test_a_command_run_inside_the_checkout_is_told_why_torch_breaks(
+    clone_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's command runs where they stand (as without onboard): there,
+    # Python imports the checkout's uncompiled torch/; the answer says so.
+    monkeypatch.chdir(clone_ws / "pytorch")
+    result = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    assert result.command_exit != 0
+    assert any("imports it instead of the installed torch" in x for x in result.limitations)
+    monkeypatch.chdir(clone_ws)
+    elsewhere = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    assert elsewhere.command_exit == 0 and not elsewhere.limitations
 
 
 def test_locate_message_cli_json(clone_ws: Path) -> None:
@@ -547,3 +581,24 @@ def test_control_characters_from_input_are_escaped(clone_ws: Path) -> None:
     res = CliRunner().invoke(cli, ["locate", "--workspace", str(clone_ws), "-"], input=pasted)
     assert "\x1b" not in res.output and "\x07" not in res.output
     assert "\\x1b]0;owned\\x07" in res.output
+
+
+def test_the_check_index_has_the_shape_its_reader_accepts(tmp_path: Path) -> None:
+    """A fresh index must pass the shape check on read, or every run rebuilds it."""
+    from onboard.cache import matches
+    from onboard.report import Reporter
+    from onboard.workflows.opsource import checks
+
+    header = tmp_path / "c10/util/Exception.h"
+    header.parent.mkdir(parents=True)
+    header.write_text(
+        "#define TORCH_CHECK(cond, ...) if (!(cond)) ::c10::detail::torchCheckFail(__VA_ARGS__)\n"
+        'inline void f(int n) { TORCH_CHECK(n > 0, "n must be positive, got ", n); }\n'
+    )
+    module = tmp_path / "torch/optim/sgd.py"
+    module.parent.mkdir(parents=True)
+    module.write_text('def f(lr):\n    raise ValueError(f"Invalid learning rate: {lr}")\n')
+    data = checks._build(tmp_path, Reporter())
+    assert data["files"]["c10/util/Exception.h"]["s"] and data["files"]["c10/util/Exception.h"]["d"]
+    assert data["files"]["torch/optim/sgd.py"]["s"]
+    assert matches(data, checks.SHAPE)

@@ -736,6 +736,24 @@ def test_cli_dry_run_and_scaffold_json(ws: workspace.Workspace) -> None:
     assert data["diff"] == ""
 
 
+def test_a_name_too_long_for_a_file_name_is_bad_usage(
+    ws: workspace.Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 300 characters: the branch ref and `test/test_NAME.py` would fail with
+    # `File name too long` halfway through.
+    from onboard.crash import run_cli
+
+    long_name = "my_" + "x" * 297
+    monkeypatch.chdir(ws.root)
+    refs_before = _git(ws.checkout_path, "for-each-ref")
+    assert run_cli(cli, ["new-op", long_name]) == 2
+    err = capsys.readouterr().err
+    assert "300 characters long" in err and "at most 80" in err and "Traceback" not in err
+    assert "File name too long" not in err
+    assert _git(ws.checkout_path, "for-each-ref") == refs_before
+    names.check_shape("my_" + "x" * (names.MAX_NAME_LENGTH - 3))  # the limit itself is fine
+
+
 def test_cli_without_a_workspace_names_setup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

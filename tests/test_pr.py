@@ -8,6 +8,7 @@ tests/fixtures/github_api.py over loopback, and the CLI run as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.git_server import SilentServer
 from fixtures.github_api import GitHubAPI
 from fixtures.loopback import free_port
 
@@ -862,6 +864,103 @@ def test_failed_create_after_push_is_safe_to_rerun(
     again = onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
     assert again.returncode == 0, again.stderr
     assert len(api.pulls["pytorch/pytorch"]) == 1
+
+
+@pytest.mark.parametrize("scheme", ["http", "git"])
+def test_a_fork_remote_that_never_answers_fails_within_the_push_timeout(
+    repo: Path, api: GitHubAPI, onboard_pr: Runner, scheme: str
+) -> None:
+    # Accepts the connection, then silence: without an idle timeout git waits
+    # as long as the OS keeps the socket (minutes), with nothing on the screen.
+    with SilentServer() as silent:
+        _git(repo, "remote", "add", "fork", f"{scheme}://127.0.0.1:{silent.port}/octo/pytorch.git")
+        result = onboard_pr(
+            "--open", "--push-timeout", "1", "--api-url", api.url, cwd=repo, env=_open_env()
+        )
+        accepted = silent.accepted
+    message = _error_paragraph(result)
+    assert accepted >= 1  # it connected: this is the silent remote, not a refused one
+    assert "printed nothing for 1 s (--push-timeout)" in message
+    assert "onboard pr --open --push-timeout 300" in message
+    assert api.writes() == []
+
+
+def test_push_timeout_must_be_a_positive_number(repo: Path, onboard_pr: Runner) -> None:
+    result = onboard_pr("--open", "--push-timeout", "0", cwd=repo)
+    assert result.returncode == 2 and "--push-timeout" in result.stderr
+
+
+def test_push_progress_reaches_the_reporter(
+    repo: Path, fork: Path, api: GitHubAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onboard.report import Task
+
+    seen: list[str] = []
+
+    class Recording(Reporter):
+        @contextlib.contextmanager
+        def task(self, description: str, total: float | None = None) -> Iterator[Task]:
+            outer = self
+
+            class T(Task):
+                def update(self, *, detail: str = "", **kw: Any) -> None:
+                    outer.messages.append(detail)
+                    seen.append(detail)
+
+            yield T()
+
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    pr_flow.run(repo=repo, open_pr=True, api_url=api.url, reporter=Recording())
+    assert any(line.startswith("Writing objects:") for line in seen), seen
+
+
+PROXY_PAGE = "<html><head><title>Sign in</title></head><body>Corporate proxy</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("body", "method", "path", "said"),
+    [
+        (PROXY_PAGE, "GET", r"^/user$", "no string `login`"),
+        ({"login": 7}, "GET", r"^/user$", "`login` = 7"),
+        ([], "GET", r"^/user$", "JSON of another shape (list)"),
+        ({"login": "octo contrib:x"}, "GET", r"^/user$", "which GitHub never sends"),
+        (PROXY_PAGE, "GET", r"^/repos/pytorch/pytorch$", "no string `default_branch`"),
+        (PROXY_PAGE, "GET", r"/pulls$", "TypeError in PyGithub"),
+        ({"total": 0}, "GET", r"/pulls$", "TypeError in PyGithub"),
+        (["not-a-pull"], "GET", r"/pulls$", "without its `url`"),
+    ],
+    ids=["user-page", "user-login-int", "user-list", "user-login-odd", "repo-page",
+         "pulls-page", "pulls-dict", "pulls-strings"],
+)  # fmt: skip
+def test_an_answer_github_never_sends_stops_before_the_push(
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner,
+    body: Any, method: str, path: str, said: str,
+) -> None:  # fmt: skip
+    # A captive portal or proxy answers 200 with its own page: PyGithub reads
+    # that as an object whose every field is None (the head became None:branch).
+    api.answer_with(body, methods=(method,), path=path)
+    message = _error_paragraph(
+        onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
+    )
+    assert "gave an answer GitHub never sends" in message and said in message
+    assert "--api-url" in message and "onboard pr --open" in message
+    _assert_nothing_done(api, fork)
+    assert not any("None" in str(r.json) for r in api.requests if r.json)
+
+
+def test_an_unreadable_answer_after_the_push_is_safe_to_rerun(
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
+) -> None:
+    api.answer_with(PROXY_PAGE, methods=("POST",), path=r"/pulls$", times=1)
+    message = _error_paragraph(
+        onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
+    )
+    assert "opening a draft pull request" in message and "no `head`" in message
+    assert "re-running is safe" in message
+    assert _fork_branches(fork) == {"fix-relu6": _git(repo, "rev-parse", "HEAD")}
+    again = onboard_pr("--open", "--json", "--api-url", api.url, cwd=repo, env=_open_env())
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["pull_request"]["head"] == f"{LOGIN}:fix-relu6"
 
 
 def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path) -> None:

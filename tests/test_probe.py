@@ -126,12 +126,25 @@ def test_doctor_json_on_the_2_13_cpu_wheel(
     assert t["wheel_tags"][0].endswith("manylinux_2_28_x86_64")
 
 
-def test_probe_sees_imports_from_cwd_first(tmp_path: Path) -> None:
-    # sys.path[0] of the child is its cwd, exactly as for `python -c "import torch"`.
-    env = torchenv.probe(None, cwd=tmp_path)
-    assert env.sys_path[0] == str(tmp_path)
-    assert env.python.cwd == str(tmp_path)
+def test_probe_never_imports_the_torch_of_the_folder_onboard_runs_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `cd WS/pytorch; onboard ...`: the checkout's torch/ has no compiled
+    # libraries, and a child started there would import it ("no usable torch").
+    checkout = tmp_path / "pytorch"
+    (checkout / "torch").mkdir(parents=True)
+    (checkout / "torch" / "__init__.py").write_text("raise ImportError('the checkout')\n")
+    monkeypatch.chdir(checkout)
+    env = torchenv.probe(None)
     assert env.import_error is None and env.torch is not None
+    assert str(checkout) not in env.sys_path and "" not in env.sys_path
+    assert not [c for c in env.candidates if c.startswith(str(checkout))]
+    assert Path(env.python.cwd) == torchenv.neutral_cwd()
+    assert list(torchenv.neutral_cwd().iterdir()) == []
+    assert torchenv.shadowing_tree(checkout) == checkout / "torch"
+    # an explicit cwd is used, and still kept off sys.path (PYTHONSAFEPATH)
+    env = torchenv.probe(None, cwd=checkout)
+    assert env.torch is not None and env.python.cwd == str(checkout)
 
 
 def test_build_prefix_scan_is_cached(isolated_home: Path, torch_wheel_dir: Path) -> None:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -44,6 +45,10 @@ def fast_probe(probed: torchenv.TorchEnv, monkeypatch: pytest.MonkeyPatch) -> to
     return probed
 
 
+# What setup answered when it made `wheel_ws` (its --json object).
+WHEEL_RESULT: dict[str, Any] = {}
+
+
 @pytest.fixture(scope="module")
 def wheel_setup(
     tmp_path_factory: pytest.TempPathFactory, probed: torchenv.TorchEnv
@@ -56,6 +61,7 @@ def wheel_setup(
     reporter = Reporter()
     try:
         result = setup(root, from_wheel=True, reporter=reporter)
+        WHEEL_RESULT.update(result.to_json())
     finally:
         mp.undo()
     return root, result, reporter.messages
@@ -163,6 +169,9 @@ def test_ide_files_map_the_build_prefix(wheel_ws: Path, probed: torchenv.TorchEn
     configs = {c["name"]: c for c in launch["configurations"]}
     debugpy = configs[ide.DEBUGPY_NAME]
     assert debugpy["type"] == "debugpy" and debugpy["justMyCode"] is False
+    # Python 3.11+: a script saved in the checkout's root still imports the installed torch
+    safe = ide.safe_path_supported(probed.python.version)
+    assert ("PYTHONSAFEPATH" in debugpy["env"]) is safe
     cpp = configs[ide.CPPDBG_NAME]
     assert cpp["type"] == "cppdbg" and cpp["request"] == "attach"
     assert cpp["program"] == probed.python.executable
@@ -177,6 +186,10 @@ def test_ide_files_map_the_build_prefix(wheel_ws: Path, probed: torchenv.TorchEn
     gdb = (wheel_ws / "onboard.gdb").read_text().splitlines()
     assert f"set substitute-path {prefix} {checkout}" in gdb
     assert "/.vscode/" in (checkout / ".git/info/exclude").read_text().splitlines()
+    # and setup says where not to keep scripts (their folder goes first on sys.path)
+    said = WHEEL_RESULT["debugging"]["python"]
+    assert f"out of {checkout}'s root folder" in said
+    assert ("PYTHONSAFEPATH=1" in said) is safe
 
 
 def test_verify_checks_pass_in_process(wheel_ws: Path, fast_probe: torchenv.TorchEnv) -> None:
@@ -305,6 +318,35 @@ USER_SETTINGS = """{
     "python.analysis.extraPaths": ["/opt/mine"],
 }
 """
+
+
+@pytest.mark.parametrize(
+    ("version", "safe"), [("3.10.14", False), ("3.11.7", True), ("3.13.1", True)]
+)
+def test_debugpy_config_keeps_the_script_folder_off_sys_path(version: str, safe: bool) -> None:
+    (debugpy, _cpp) = ide.launch_configurations(
+        "/py/bin/python", None, Path("/ws/pytorch"), None, python_version=version
+    )
+    assert debugpy["env"].get("PYTHONSAFEPATH") == ("1" if safe else None)
+    assert debugpy["env"]["TORCH_SHOW_CPP_STACKTRACES"] == "1"
+
+
+def test_ide_merge_keeps_the_users_variables_in_onboards_config(tmp_path: Path) -> None:
+    folder = tmp_path / ".vscode"
+    folder.mkdir()
+    mine = {"name": ide.DEBUGPY_NAME, "type": "debugpy", "env": {"CUDA_VISIBLE_DEVICES": "1"}}
+    (folder / "launch.json").write_text(json.dumps({"configurations": [mine]}))
+    ide.write_vscode(
+        folder, checkout=tmp_path / "pytorch", python="/py/bin/python", prefix=None,
+        torch_dir=None, python_version="3.11.7",
+    )  # fmt: skip
+    launch = json.loads((folder / "launch.json").read_text())
+    (debugpy,) = [c for c in launch["configurations"] if c["name"] == ide.DEBUGPY_NAME]
+    assert debugpy["env"] == {
+        "CUDA_VISIBLE_DEVICES": "1",
+        "TORCH_SHOW_CPP_STACKTRACES": "1",
+        "PYTHONSAFEPATH": "1",
+    }
 
 
 def test_ide_merge_keeps_user_jsonc(tmp_path: Path) -> None:

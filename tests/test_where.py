@@ -4,8 +4,12 @@ workspace, against the installed torch's live dispatch table."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -13,6 +17,7 @@ from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
     clone_ws_fixture,  # noqa: F401 (a pytest fixture)
     installed_commit,
+    private_cache_fixture,  # noqa: F401 (a pytest fixture)
     reference_ws_fixture,  # noqa: F401 (a pytest fixture)
     save_workspace,
     shared_cache_fixture,  # noqa: F401 (a pytest fixture)
@@ -21,6 +26,7 @@ from opsource_helpers import (
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, NoWorkspace
+from onboard.report import Reporter
 from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS
 from onboard.workflows.where import parse_query, where
 
@@ -281,3 +287,123 @@ def test_links_only_for_files_upstream_has(tmp_path: Path) -> None:
     )
     same = smap.loc("aten/src/ATen/native/native_functions.yaml", 3)
     assert same.local_change is None and same.url and same.url.endswith("#L3")
+
+
+# --------------------------------------------------------------------------
+# Caches that do not have their shape, and caches that cannot be written
+
+# Valid JSON whose values have the wrong types: what a hand edit, another
+# format or a half-synced home leaves. Each made `where` exit 3 until --refresh.
+_WRONG_TYPES = {
+    "yaml-": lambda d: d["functions"][0].update(line="12"),
+    "live-": lambda d: d.update(entries={"trunc": True}),
+    "kernels-": lambda d: d["macros"][0].__setitem__(1, "44"),
+}
+
+
+def _answer(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in ("cache_warm", "seconds")}
+
+
+@pytest.mark.parametrize("prefix", sorted(_WRONG_TYPES))
+def test_a_cache_entry_of_the_wrong_shape_is_rebuilt_silently(
+    clone_ws: Path,
+    private_cache: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+    prefix: str,
+) -> None:
+    from onboard.cache import matches
+    from onboard.workflows.opsource import kernels, live, native_yaml
+
+    shapes = {"yaml-": native_yaml.SHAPE, "live-": live.SHAPE, "kernels-": kernels.SHAPE}
+    argv = ["where", "trunc", "--workspace", str(clone_ws), "--json"]
+    assert run_cli(cli, argv) == 0
+    before = json.loads(capsys.readouterr().out)
+    entries = sorted(private_cache().glob(prefix + "*.json"))
+    assert entries
+    for path in entries:
+        data = json.loads(path.read_text())
+        _WRONG_TYPES[prefix](data)
+        assert not matches(data, shapes[prefix])
+        path.write_text(json.dumps(data))
+    assert run_cli(cli, argv) == 0
+    out, err = capsys.readouterr()
+    assert _answer(json.loads(out)) == _answer(before)
+    assert "Traceback" not in err and "--refresh" not in err
+    assert any(matches(json.loads(p.read_text()), shapes[prefix]) for p in entries)  # rewritten
+
+
+def _unwritable_cache(tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """XDG_CACHE_HOME where nothing can be written; the temp folder under tmp_path."""
+    if how == "chmod-500":
+        cache = tmp_path / "ro-cache"
+        (cache / "onboard").mkdir(parents=True)
+        for folder in (cache / "onboard", cache):
+            folder.chmod(0o500)
+    else:  # a path under a file: ENOTDIR, for root too
+        (tmp_path / "a-file").write_text("")
+        cache = tmp_path / "a-file" / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    return temp
+
+
+# root writes through mode 0500: for root, the path under a file stands for both
+@pytest.mark.parametrize("how", ["under-a-file"] + (["chmod-500"] if os.geteuid() else []))
+def test_an_unwritable_cache_folder_costs_speed_not_the_command(
+    clone_ws: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    from onboard.workflows.opsource import codegen
+    from onboard.workflows.opsource.context import TreeContext
+
+    temp = _unwritable_cache(tmp_path, how, monkeypatch)
+    argv = ["where", "trunc", "--workspace", str(clone_ws), "--json"]
+    assert run_cli(cli, argv) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["op"] == "trunc"
+    # The second run finds what the first one cached in the private temp folder.
+    assert run_cli(cli, argv) == 0
+    warm = json.loads(capsys.readouterr().out)["cache_warm"]
+    assert warm and all(warm.values()), warm
+    cached = sorted(p.name.split("-")[0] for p in (temp / f"onboard-{os.getuid()}").rglob("*.json"))
+    assert {"kernels", "live", "yaml"} <= set(cached)
+    assert (temp / f"onboard-{os.getuid()}").stat().st_mode & 0o777 == 0o700
+    # --generated writes ~80 MB of sources there too (instead of failing on mkdir)
+    ctx = TreeContext.open(str(clone_ws), None, Reporter())
+    assert codegen.generated_root(ctx.checkout, ctx.tree_id).is_relative_to(temp)
+
+
+@pytest.mark.slow
+def test_where_generated_with_an_unwritable_cache_regenerates_in_a_private_temp_folder(
+    clone_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp = _unwritable_cache(tmp_path, "under-a-file", monkeypatch)
+    result = where("trunc", workspace=str(clone_ws), generated=True)
+    cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc")
+    assert cpu.location.local is not None and Path(cpu.location.local).is_relative_to(temp)
+    assert cpu.location.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
+
+
+def test_where_from_inside_the_checkout_asks_the_installed_torch(
+    clone_ws: Path,
+    private_cache: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `cd WS/pytorch; onboard where trunc`: the children that import torch and
+    # torchgen (the live dispatcher, the yaml parse) must not get its torch/.
+    from onboard import torchenv
+
+    checkout = clone_ws / "pytorch"
+    assert torchenv.shadowing_tree(checkout) is not None  # an uncompiled torch/ is there
+    private_cache("live-*", "yaml-*", "generated-*")
+    monkeypatch.chdir(checkout)
+    assert run_cli(cli, ["where", "trunc", "--json"]) == 0, capsys.readouterr().err
+    data = json.loads(capsys.readouterr().out)
+    assert data["cache_warm"]["yaml"] is False  # torchgen ran, from a neutral folder
+    assert any(r["key"] == "CPU" for r in data["dispatch_table"])

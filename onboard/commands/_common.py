@@ -1,4 +1,5 @@
-"""Options every command shares: --json and -v."""
+"""Options every command shares (--json, -v, --workspace, --python) and the
+parameter type of every path a command takes."""
 
 from __future__ import annotations
 
@@ -30,6 +31,36 @@ def after_dashes() -> list[str] | None:
     return list(value) if value is not None else None
 
 
+class PathParam(click.Path):
+    """``click.Path`` for every path argument and option of every command.
+
+    Refuses, as bad usage (exit 2), what cannot be a path: an empty or
+    whitespace-only value (`onboard setup "$WS"` with WS unset would otherwise
+    make the current folder a workspace) and a name longer than the file system
+    takes. URLs pass through (``--remote``, ``--find-links`` take either).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("path_type", str)
+        super().__init__(**kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from onboard.pathnames import is_blank, long_name
+
+        if isinstance(value, str):
+            if is_blank(value):
+                self.fail(
+                    f"{value!r} is not a path: it is empty (an unset shell variable, as in "
+                    '"$WS", expands to nothing). Give the path itself.',
+                    param,
+                    ctx,
+                )
+            problem = long_name(value)
+            if problem:
+                self.fail(f"{problem}. Give a shorter path.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option(
         "--json", "as_json", is_flag=True, help="Print one JSON object on stdout, nothing else."
@@ -46,7 +77,7 @@ def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--workspace",
         "workspace",
-        type=click.Path(file_okay=False, path_type=str),
+        type=PathParam(file_okay=False),
         envvar="ONBOARD_WORKSPACE",
         help="The onboard workspace (default: found by walking up from the current folder).",
     )(func)
@@ -60,7 +91,8 @@ def python_option(func: Callable[..., Any] | None = None, *, help: str = _PYTHON
     does more than get inspected (bisect runs the repro with it)."""
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        return click.option("--python", "python", type=str, default=None, help=help)(f)
+        # A path or a name on PATH (`python3.12`): no existence check here.
+        return click.option("--python", "python", type=PathParam(), default=None, help=help)(f)
 
     return decorate(func) if func is not None else decorate
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, python_option, reporter, workspace_option
+from onboard.commands._common import (
+    PathParam,
+    common_options,
+    python_option,
+    reporter,
+    workspace_option,
+)
 
 
 @click.command()
-@click.argument("repro", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("repro", type=PathParam(dir_okay=False))
 @click.option(
     "--good",
     required=True,
@@ -73,12 +79,13 @@ from onboard.commands._common import common_options, python_option, reporter, wo
 @click.option(
     "--find-links",
     default=None,
+    type=PathParam(),
     help="Folder (or page) of wheels for --wheels; alone, nothing else is consulted.",
 )
 @click.option(
     "--repo",
     default=None,
-    type=click.Path(file_okay=False, path_type=str),
+    type=PathParam(file_okay=False),
     help="The git checkout to bisect (default: the workspace's, or the one around the "
     "current folder).",
 )

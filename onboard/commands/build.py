@@ -6,6 +6,7 @@ import click
 
 from onboard.commands._common import (
     DashDashCommand,
+    PathParam,
     after_dashes,
     common_options,
     reporter,
@@ -21,6 +22,7 @@ from onboard.commands._common import (
     "--debinfo",
     "debinfo",
     multiple=True,
+    type=PathParam(),
     metavar="PATH",
     help="USE_CUSTOM_DEBINFO: -g only for this file (relative to the checkout; repeatable).",
 )

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from onboard.commands._common import (
+    PathParam,
     check_api_url,
     common_options,
     reporter,
@@ -19,7 +20,7 @@ _API_URL = "https://api.github.com"
 def _repo_option(func: Any) -> Any:
     return click.option(
         "--repo",
-        type=click.Path(file_okay=False, path_type=str),
+        type=PathParam(file_okay=False),
         default=None,
         help="The tree to harvest (default: the workspace checkout, else the git repo around "
         "the current folder).",
@@ -50,6 +51,7 @@ def _api_options(func: Any) -> Any:
     "--path",
     "paths",
     multiple=True,
+    type=PathParam(),
     metavar="PATH",
     help="Only under this folder or file (a glob works: 'torch/nn/*'). Repeatable.",
 )

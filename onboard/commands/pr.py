@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from onboard.commands._common import (
+    PathParam,
     check_api_url,
     common_options,
     reporter,
@@ -51,10 +52,18 @@ def _check_owner_name(ctx: click.Context, param: click.Parameter, value: str) ->
     default=None,
     help="What the change is measured against (default: origin/main, upstream/main, main).",
 )
+@click.option(
+    "--push-timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop `git push` when the fork remote sends nothing for this long.",
+)
 @click.option("--title", default=None, help="PR title (default: the first commit's subject).")
 @click.option(
     "--repo",
-    type=click.Path(file_okay=False, path_type=str),
+    type=PathParam(file_okay=False),
     default=None,
     help="The PyTorch checkout (default: the workspace's, else the repo around the current "
     "folder).",
@@ -68,6 +77,7 @@ def pr(
     api_url: str,
     upstream_repo: str,
     base: str | None,
+    push_timeout: float,
     title: str | None,
     repo: str | None,
     workspace: str | None,
@@ -95,6 +105,7 @@ def pr(
         fork_remote=fork_remote,
         api_url=api_url,
         upstream_repo=upstream_repo,
+        push_timeout=push_timeout,
         reporter=reporter(as_json, verbose),
     )
     emit(result, as_json=as_json, verbose=verbose)

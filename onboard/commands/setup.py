@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, python_option, reporter
+from onboard.commands._common import PathParam, common_options, python_option, reporter
 
 
 @click.command()
-@click.argument("dest", metavar="DIR", type=click.Path(file_okay=False, path_type=str))
+@click.argument("dest", metavar="DIR", type=PathParam(file_okay=False))
 @click.option(
     "--from-wheel",
     is_flag=True,
@@ -18,6 +18,7 @@ from onboard.commands._common import common_options, python_option, reporter
 @click.option(
     "--remote",
     metavar="URL",
+    type=PathParam(),
     help="Where to fetch from (a mirror URL or a local clone; "
     "default https://github.com/pytorch/pytorch.git).",
 )
@@ -29,7 +30,7 @@ from onboard.commands._common import common_options, python_option, reporter
 @click.option(
     "--reference",
     metavar="LOCAL_CLONE",
-    type=click.Path(file_okay=False, path_type=str),
+    type=PathParam(file_okay=False),
     help="Borrow objects from a PyTorch clone you already have (git alternates).",
 )
 @click.option(

@@ -15,9 +15,10 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import BadInput
 from onboard.report import Reporter
 from onboard.workflows.opsource import chain, checks, codegen, confidence, cpp_trace
@@ -268,6 +269,14 @@ def locate(
         result = LocateResult(
             mode="command", verdict=NO_ERROR, command=argv, command_exit=run.returncode
         )
+        here = torchenv.shadowing_tree(Path.cwd())
+        if here is not None:
+            # The command runs where the user stands, as it would without onboard.
+            result.limitations.append(
+                f"The command ran in {here.parent}, whose torch/ is a source tree without "
+                "compiled libraries: Python started there imports it instead of the installed "
+                "torch. Run the command from another folder."
+            )
         if trace.message is None and not trace.sites:
             _no_exception(result, argv, run.returncode, run.stderr)
             result.commit = ctx.ws.commit

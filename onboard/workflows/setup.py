@@ -31,7 +31,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import files, git, ide, lock, signals, staging, torchenv, transaction, workspace
+from onboard import (
+    files,
+    git,
+    ide,
+    lock,
+    pathnames,
+    signals,
+    staging,
+    torchenv,
+    transaction,
+    workspace,
+)
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows import checkout as checkout_mod
@@ -218,6 +229,7 @@ def setup(
             "will not turn the current folder into a workspace by accident.",
             next_step="Name the folder: `onboard setup ~/pt-ws --from-wheel`.",
         )
+    _check_name_room(root)
     existing = _existing_workspace(root)
     ref_path = _reference_clone(reference) if reference else None
     remote_url = _normalize_remote(remote) if not from_wheel else None
@@ -244,6 +256,21 @@ def setup(
         result = plan.create() if existing is None else plan.resume(existing)
     result.seconds = time.monotonic() - started
     return result
+
+
+# The hidden staging folder beside DIR: ".{DIR}.onboard-partial-" + 8 hex digits.
+_STAGING_EXTRA = len("..onboard-partial-") + 8
+
+
+def _check_name_room(root: Path) -> None:
+    """DIR's name must leave room for the staging folder's (exit 2, not ENAMETOOLONG later)."""
+    problem = pathnames.long_name(str(root), extra=_STAGING_EXTRA)
+    if problem:
+        raise BadInput(
+            f"onboard cannot make {root}: {problem} (the workspace is built in a hidden "
+            f"folder `.{root.name[:12]}....onboard-partial-XXXXXXXX` beside it).",
+            next_step="Pick a shorter folder name and run `onboard setup DIR` again.",
+        )
 
 
 def _existing_workspace(root: Path) -> workspace.Workspace | None:
@@ -652,6 +679,7 @@ class _Plan:
             prefix=prefix,
             torch_dir=env.torch.package_dir,
             again=f"onboard setup {self.root}" + (" --from-wheel" if self.from_wheel else ""),
+            python_version=env.python.version,
         )
         # The files name the final paths, not the staging folder they were written in.
         result.ide_files = [
@@ -814,6 +842,21 @@ def _debugging(result: SetupResult, env: torchenv.TorchEnv) -> dict[str, str]:
     )
     if result.commit_kind == "override":
         python += " (the checkout is not the installed commit: lines may differ)"
+    # A script saved in the checkout's root imports the checkout's torch/, which
+    # has no compiled libraries (PYTORCH_FACTS "Debugger and ABI facts").
+    checkout = result.workspace / CHECKOUT_DIR
+    python += (
+        f"; keep the scripts you run out of {checkout}'s root folder (e.g. in "
+        f"{result.workspace}): a script saved there imports the checkout's torch/, which has "
+        "no compiled libraries, instead of the installed torch"
+    )
+    if ide.safe_path_supported(env.python.version):
+        python += (
+            " (the debugpy config sets PYTHONSAFEPATH=1, so debugging one from there still "
+            "uses the installed torch; debugpy 1.8.22 honours it, older releases may not)"
+        )
+    else:
+        python += f" (Python {env.python.version} has no PYTHONSAFEPATH to prevent it)"
     prefix = env.build_prefix.prefix
     if result.checkout_kind == workspace.REFERENCE:
         cpp = (

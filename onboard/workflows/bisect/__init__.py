@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import git, transaction, workspace
-from onboard.cache import cache_dir
+from onboard.cache import writable_cache_dir
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.bisect.builds import MODES, Builder, require_session_for_always
@@ -356,7 +356,7 @@ def _wheel_level(
 def _default_venv_root(ws: workspace.Workspace | None) -> Path:
     if ws is not None:
         return ws.root / ".nox"
-    return cache_dir("bisect-venvs")
+    return writable_cache_dir("bisect-venvs")
 
 
 def _commit_level(

@@ -57,8 +57,11 @@ def diagnose(
     reporter.step(
         f"Probing the torch of {python or 'this Python'} (importing it in a child process)"
     )
-    env = torchenv.probe(python, cwd=where)
+    # The installed torch, seen from a neutral folder: a checkout the user
+    # stands in is told about on its own (_shadowed_here), not mistaken for it.
+    env = torchenv.probe(python)
     found = Findings()
+    found.add(*_shadowed_here(env, Path(where)))
     if not env.installed:
         found.add(_no_torch(env))
     elif env.import_error:
@@ -70,7 +73,7 @@ def diagnose(
             found.add(shadow)  # the shadowing torch has no _C: that is the whole story
             shadow = None
         else:
-            found.add(*import_failure.explain(env, python, where))
+            found.add(*import_failure.explain(env, python, None))  # a neutral folder
         if shadow is not None:
             found.add(shadow)
     else:
@@ -239,6 +242,39 @@ def _shadowing(env: TorchEnv) -> Finding | None:
             tuple(f"candidate {i}: {c}" for i, c in enumerate(env.candidates)),
         )
     return None
+
+
+def _shadowed_here(env: TorchEnv, cwd: Path) -> list[Finding]:
+    """A torch/ in the folder doctor runs in (a checkout's, built or not): what
+    `python`, the REPL and scripts saved here import instead of the installed torch."""
+    here = torchenv.folder_torch(cwd)
+    installed = installed_torch_dir(env)
+    if here is None or _same(here, installed) or _same(here, _in_use_dir(env)):
+        return []
+    what = "a PyTorch source tree" if _is_pytorch_tree(cwd) else "a torch source folder"
+    version = (env.dist or {}).get("version", "")
+    instead = f"the installed torch {version} at {installed}" if installed else "no torch at all"
+    return [
+        Finding(
+            "torch-shadowed",
+            ERROR,
+            f"`import torch` run from {cwd} loads {what} at {here}, not the installed torch "
+            f"{version}".rstrip(),
+            f"It comes from the current folder {cwd} (Python puts it first on sys.path for "
+            "`python -c`, the REPL, and a script's own folder for scripts saved here), ahead of "
+            f"{instead}."
+            + (
+                " It has its compiled C extension, so it imports: your scripts here use that build."
+                if torchenv.is_compiled(here)
+                else " It has no compiled C extension (torch._C), so `import torch` fails there."
+            )
+            + " onboard's own commands use the installed torch from any folder.",
+            "Run Python from another folder (`cd ~`), and keep your scripts outside the "
+            "checkout's root; if this is a PyTorch checkout you mean to use, build it first "
+            "(`onboard build`).",
+            (f"shadowing: {here}",),
+        )
+    ]
 
 
 def _is_pytorch_tree(path: Path) -> bool:

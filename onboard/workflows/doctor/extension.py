@@ -258,7 +258,10 @@ def explain_message(
     reporter.step(f"Probing the torch of {python} to read the extension's linkage")
     report = diagnose(python, None, reporter)
     env = report.env
-    if env.torch is None:
+    # onboard probes from a neutral folder, so the installed torch imports there;
+    # a torch/ in the folder the user stands in is what failed for them.
+    shadowed = any(f.id == "torch-shadowed" for f in report.findings)
+    if env.torch is None or (shadowed and (module or "torch").split(".")[0] == "torch"):
         return [f for f in report.findings if f.needs_action]
     attempt = ImportAttempt(
         f"`import {module}`" if module else "the import",

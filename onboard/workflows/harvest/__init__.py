@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import workspace as ws_mod
+from onboard.cache import Row, read_valid
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.harvest import enrich, forms, rank, scan
@@ -140,7 +141,7 @@ def _scan(target: Target, *, searcher: str, cache: Path | None, reporter: Report
         # `git status` runs in its own process while the stored result is read.
         with ThreadPoolExecutor(max_workers=1) as pool:
             status = pool.submit(_tree_key, target.root)
-            data = scan.read_json(_scan_file(target, cache))
+            data = read_valid(_scan_file(target, cache), TREE_SHAPE)
             key = status.result()
         stored = _scan_from(target, data) if key is not None and data.get("key") == key else None
         if stored is not None:
@@ -281,6 +282,17 @@ def _save_scan(result: Scan, cache: Path, key: str) -> None:
         ],
     }  # fmt: skip
     scan.write_json(_scan_file(result.target, cache), data)
+
+
+# What _save_scan writes; a file of another shape is a miss (scanned again).
+_FORM = Row(str, str, [str], [int], [int], [str], [str], str)
+TREE_SHAPE = {
+    "key": str,
+    "searcher": str,
+    "counts": Row(int, int, int, int, int, int, int),
+    "fallback_files": [str],
+    "items": [Row(str, str, int, int, int, str, str, str, _FORM, [Row(int, str)], (str, None))],
+}
 
 
 def _scan_from(target: Target, data: dict[str, Any]) -> Scan | None:

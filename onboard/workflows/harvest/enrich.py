@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard.cache import read_json, write_json
+from onboard.cache import read_valid, write_json
 from onboard.errors import OnboardError
 from onboard.workflows.harvest.rank import Item
 
@@ -70,8 +70,27 @@ def _cache_path(directory: Path, root: Path, name: str) -> Path:
     return directory / f"{name}-{key}.json"
 
 
-_load = read_json
 _save = write_json
+
+# The caches' shapes: a file of another shape is read as empty (and rewritten).
+_BLAME_INFO = {
+    "commit": str,
+    "author": str,
+    "author_time": (int, None),
+    "summary": str,
+    "boundary": bool,
+    "note?": str,
+}
+BLAME_SHAPE = {"commit": str, "lines": {str: _BLAME_INFO}}
+_ISSUE = {
+    "number": int,
+    "title": str,
+    "state": str,
+    "labels": [str],
+    "url": str,
+    "is_pull": bool,
+}
+ISSUES_SHAPE = {str: {"fetched_at": float, "issue": _ISSUE}}
 
 
 def blame(
@@ -91,7 +110,7 @@ def blame(
         return 0
     now = time.time() if now is None else now
     path = _cache_path(cache, root, "blame") if cache is not None else None
-    stored = _load(path) if path is not None else {}
+    stored = read_valid(path, BLAME_SHAPE) if path is not None else {}
     if stored.get("commit") != hist.commit:
         stored = {"commit": hist.commit, "lines": {}}
     lines: dict[str, Any] = stored.setdefault("lines", {})
@@ -218,7 +237,7 @@ def linked_issues(
         return IssueLookup({}, 0, None, 0)
     now = time.time() if now is None else now
     path = cache / f"issues-{repo.replace('/', '-')}.json" if cache is not None else None
-    stored = _load(path) if path is not None else {}
+    stored = read_valid(path, ISSUES_SHAPE) if path is not None else {}
     fetched: dict[int, dict[str, Any]] = {}
     missing = []
     for number in wanted:

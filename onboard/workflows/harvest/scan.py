@@ -203,16 +203,24 @@ def _cache_file(root: Path, directory: Path) -> Path:
     return directory / f"scan-{key}.json"
 
 
-read_json = onboard_cache.read_json
 write_json = onboard_cache.write_json
 
 
+# path -> [size, mtime_ns, generated, fallback, [[line, end_line, col, text], ...]]
+CACHE_SHAPE = {
+    "version": int,
+    "files": {
+        str: onboard_cache.Row(int, int, bool, bool, [onboard_cache.Row(int, int, int, str)])
+    },
+}
+
+
 def _load_cache(path: Path) -> dict[str, list[object]]:
-    data = read_json(path)
+    data = onboard_cache.read_valid(path, CACHE_SHAPE)
     if data.get("version") != CACHE_VERSION:
         return {}
-    files = data.get("files")
-    return files if isinstance(files, dict) else {}
+    files: dict[str, list[object]] = data["files"]
+    return files
 
 
 def _save_cache(path: Path, files: dict[str, list[object]]) -> None:

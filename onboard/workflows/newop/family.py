@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import BadInput, OnboardError
 
 UNARY_HEADER = "aten/src/ATen/native/UnaryOps.h"
@@ -200,7 +200,7 @@ def _probe(python: str, op: str, kind: str, cwd: Path) -> dict[str, Any]:
     code = (Path(__file__).with_name("_like_child.py")).read_text("utf-8")
     result = proc.run(
         [python, "-c", code, op, kind],
-        cwd=cwd,  # never the checkout: its torch/ folder would shadow the installed torch
+        **torchenv.isolated(cwd),  # never the checkout: its torch/ would shadow the installed one
         timeout=180,
         check=False,
         what=f"Asking the installed torch how `{op}` treats each dtype",

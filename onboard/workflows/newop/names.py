@@ -148,6 +148,7 @@ def check_shape(name: str) -> None:
     hint = "Pick a lowercase snake_case name such as `my_frac` and run `onboard new-op NAME` again."
     if not name:
         raise BadInput("The op name is empty.", next_step=hint)
+    check_length(name)
     if not _IDENT_RE.match(name):
         raise BadInput(
             f"`{name}` is not a valid operator name: torchgen takes C++ identifiers only "
@@ -188,6 +189,26 @@ def check_shape(name: str) -> None:
             "namespace).",
             next_step=f"Pick another name, e.g. `onboard new-op my_{name}`.",
         )
+
+
+# PyTorch's longest op name has 57 characters, and its build names files after
+# an op with up to 51 more (`NAME_compositeexplicitautogradnonfunctional_dispatch.h`);
+# file systems stop at 255 bytes a name (eCryptfs home folders at 143).
+MAX_NAME_LENGTH = 80
+
+
+def check_length(name: str) -> None:
+    """Refuse a name too long for the file and branch names made from it (exit 2)."""
+    if len(name) <= MAX_NAME_LENGTH:
+        return
+    raise BadInput(
+        f"The op name `{name[:20]}...` is {len(name)} characters long, and at most "
+        f"{MAX_NAME_LENGTH} fit: new-op and PyTorch's build make file and branch names from it "
+        "with up to 51 more characters (`NAME_compositeexplicitautogradnonfunctional_dispatch.h`), "
+        "and file systems stop at 255 bytes a name (PyTorch's longest op name has 57).",
+        next_step="Pick a shorter snake_case name such as `my_frac` and run "
+        "`onboard new-op NAME` again.",
+    )
 
 
 def _snake(name: str) -> str:

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import proc
+from onboard import proc, torchenv
+from onboard.cache import read_valid
 from onboard.errors import OnboardError
 from onboard.render import render
 from onboard.report import Reporter
@@ -180,7 +181,10 @@ def _locate_env(python: str, cwd: Path) -> _Env:
     )
     # cwd: not the checkout, whose torch/ folder would shadow the installed package.
     result = proc.run(
-        [python, "-c", code], cwd=cwd, timeout=60, what=f"Locating torch for {python}"
+        [python, "-c", code],
+        **torchenv.isolated(cwd),
+        timeout=60,
+        what=f"Locating torch for {python}",
     )
     torch_dir, torchgen_dir = json.loads(result.stdout.strip().splitlines()[-1])
     if not torch_dir or not torchgen_dir:
@@ -224,6 +228,23 @@ def _reference(checkout: Path, rel: str) -> tuple[str | None, int | None, str | 
     return None, None, 'no top-level `REFERENCE = "..."` assignment'
 
 
+# What _codegen_child.py answered, as stored in facts.json (only successful
+# runs are stored); another shape is a miss and the codegen runs again.
+_FACTS_SHAPE = {
+    "key": str,
+    "payload": {
+        "ok": bool,
+        "facts": {
+            "schemas": [str],
+            "structured": bool,
+            "kernels": {str: (str, None)},
+            "derivatives": [str],
+            "schema_registrations?": [str],
+        },
+    },
+}
+
+
 class _OpCheck:
     """One op's verification; the steps run in order, 3-5 side by side."""
 
@@ -254,13 +275,9 @@ class _OpCheck:
         stamp = self.gen_dir / "facts.json"
         cached = False
         payload: dict[str, Any] | None = None
-        if stamp.is_file():
-            try:
-                data = json.loads(stamp.read_text("utf-8"))
-                if data.get("key") == key:
-                    payload, cached = data["payload"], True
-            except (OSError, ValueError, KeyError):
-                payload = None
+        data = read_valid(stamp, _FACTS_SHAPE)
+        if data.get("key") == key:
+            payload, cached = data["payload"], True
         if payload is None:
             if self.gen_dir.exists():
                 shutil.rmtree(self.gen_dir)
@@ -274,7 +291,7 @@ class _OpCheck:
             }
             result = proc.run(
                 [self.env.python, str(child), json.dumps(request)],
-                cwd=self.cache,
+                **torchenv.isolated(self.cache),
                 timeout=CODEGEN_TIMEOUT,
                 check=False,
                 what="torchgen (parse and per-op codegen)",
@@ -490,7 +507,7 @@ class _OpCheck:
                     "--aoti-install-dir",
                     str(out / "aoti"),
                 ],
-                cwd=self.cache,
+                **torchenv.isolated(self.cache),
                 timeout=CODEGEN_TIMEOUT,
                 check=False,
                 what="full torchgen codegen",
@@ -623,7 +640,7 @@ class _OpCheck:
             cwd=build,
             timeout=COMPILE_TIMEOUT,
             check=False,
-            extra_env=extra,
+            extra_env={**extra, **torchenv.SAFE_PATH_ENV},
             what="the out-of-tree compile",
         )
         payload = _marker(result, "@@ONBOARD-COMPILE@@")

@@ -1,5 +1,8 @@
 """Per-tree JSON caches under ``XDG_CACHE_HOME/onboard/opsource/``.
 
+Each reader names the shape of its entries (``onboard.cache.matches``): an
+entry of another shape is rebuilt, silently, like a missing one.
+
 A cache entry is keyed by what it was built from (the tree's commit, the
 checkout path, a format version) and carries a fingerprint of the tree's
 folders (their mtimes), so adding or removing a file, or moving to another
@@ -14,13 +17,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from onboard.cache import cache_dir, read_json, write_json
+from onboard.cache import cache_dir, read_valid, writable_cache_dir, write_json
 
 FORMAT = 3
 
 
 def cache_root() -> Path:
-    return cache_dir("opsource")
+    """Where entries are written (a private temp folder when the cache is read-only)."""
+    return writable_cache_dir("opsource")
+
+
+def read_roots() -> list[Path]:
+    """Where entries are looked for: the cache folder first, even read-only."""
+    return list(dict.fromkeys([cache_dir("opsource"), cache_root()]))
 
 
 def key(*parts: object) -> str:
@@ -40,8 +49,15 @@ def folder_fingerprint(folders: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
-def load(name: str) -> dict[str, Any] | None:
-    return read_json(cache_root() / name) or None
+def load(name: str, shape: Any = object) -> dict[str, Any] | None:
+    """The entry ``name`` when it exists and has ``shape`` (``onboard.cache.matches``);
+    one that does not (another format, a hand edit) is treated as missing, so the
+    caller rebuilds it and ``store`` replaces it."""
+    for root in read_roots():
+        data = read_valid(root / name, shape)
+        if data:
+            return data
+    return None
 
 
 def store(name: str, data: dict[str, Any]) -> None:
@@ -49,10 +65,14 @@ def store(name: str, data: dict[str, Any]) -> None:
 
 
 def cached(
-    name: str, valid: Callable[[dict[str, Any]], bool], build: Callable[[], dict[str, Any]]
+    name: str,
+    valid: Callable[[dict[str, Any]], bool],
+    build: Callable[[], dict[str, Any]],
+    shape: Any = object,
 ) -> tuple[dict[str, Any], bool]:
-    """(data, was_warm): the stored entry when ``valid`` accepts it, else a fresh build."""
-    data = load(name)
+    """(data, was_warm): the stored entry when it has ``shape`` and ``valid``
+    accepts it, else a fresh build."""
+    data = load(name, shape)
     if data is not None and valid(data):
         return data, True
     data = build()

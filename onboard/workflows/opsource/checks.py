@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from onboard.cache import Row
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache, macros, scan
 
@@ -323,9 +324,19 @@ _FALLBACK = {
 _FALLBACK["C10_THROW_ERROR"] = macros.Family("C10_THROW_ERROR", macros.CHECK, None, 0, (1,), None)
 
 
+# folder -> mtime; file -> {"s": sites, "d": #defines} (scan_cpp, scan_python).
+_CPP_SITE = Row(int, str, [[str]], (str, None))
+_PY_SITE = Row(int, str, [str])
+_DEFINE = Row(int, str, [str], str, (bool, None))
+SHAPE = {
+    "folders": {str: int},
+    "files": {str: {"s?": [(_CPP_SITE, _PY_SITE)], "d?": [_DEFINE]}},
+}
+
+
 def load(root: Path, tree_id: str, reporter: Reporter, *, refresh: bool = False) -> CheckIndex:
     name = "checks-" + cache.key(root.resolve(), tree_id, INDEX_FORMAT) + ".json"
-    data = None if refresh else cache.load(name)
+    data = None if refresh else cache.load(name, SHAPE)
     if data is not None:
         if _refresh(root, data):
             cache.store(name, data)

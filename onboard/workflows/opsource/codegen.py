@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
@@ -25,18 +25,27 @@ GENERATED_ATEN = "build/aten/src/ATen"
 _DONE = ".onboard-complete"
 
 
+def _folder_name(checkout: Path, tree_id: str) -> str:
+    return "generated-" + cache.key(checkout.resolve(), tree_id)
+
+
 def generated_root(checkout: Path, tree_id: str) -> Path:
-    return cache.cache_root() / ("generated-" + cache.key(checkout.resolve(), tree_id))
+    """Where a regeneration writes (a private temp folder when the cache is read-only)."""
+    return cache.cache_root() / _folder_name(checkout, tree_id)
 
 
 def existing(checkout: Path, tree_id: str) -> Path | None:
-    root = generated_root(checkout, tree_id)
-    return root if (root / GENERATED_ATEN / _DONE).is_file() else None
+    for base in cache.read_roots():
+        root = base / _folder_name(checkout, tree_id)
+        if (root / GENERATED_ATEN / _DONE).is_file():
+            return root
+    return None
 
 
 def _torchgen_dir(python: str) -> Path:
     result = proc.run(
         [python, "-c", "import os, torchgen; print(os.path.dirname(torchgen.__file__))"],
+        **torchenv.isolated(),
         timeout=120,
         check=False,
         what="Finding torchgen",
@@ -88,7 +97,7 @@ def regenerate(python: str, checkout: Path, tree_id: str, reporter: Reporter) ->
                 str(out),
                 "--per-operator-headers",
             ],
-            cwd=tmp,
+            **torchenv.isolated(tmp),  # `-m`: tmp holds only the yaml copy and templates
             timeout=CODEGEN_TIMEOUT,
             check=False,
             what="torchgen code generation",

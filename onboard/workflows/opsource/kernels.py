@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from onboard.cache import Row
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache, scan
 
@@ -162,9 +163,18 @@ class KernelIndex:
         return out
 
 
+# [path, line, macro, [args]] per macro; name -> [[path, line]] per definition.
+SHAPE = {
+    "fingerprint": str,
+    "folders": [str],
+    "macros": [Row(str, int, str, [str])],
+    "defs": {str: [Row(str, int)]},
+}
+
+
 def load(root: Path, tree_id: str, reporter: Reporter, *, refresh: bool = False) -> KernelIndex:
     name = "kernels-" + cache.key(root.resolve(), tree_id) + ".json"
-    data = None if refresh else cache.load(name)
+    data = None if refresh else cache.load(name, SHAPE)
     if data is not None:
         folders = [Path(f) for f in data.get("folders", [])]
         if cache.folder_fingerprint(folders) == data.get("fingerprint"):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
@@ -66,6 +66,28 @@ def parse_dispatch_dump(text: str) -> list[Registration]:
     return regs
 
 
+# What _live_child.py answers, as where reads it (the per-entry keys beyond
+# `exists` come only for names that exist; the recorded ones only with `record`).
+SHAPE = {
+    "torch_version": str,
+    "entries": [
+        {
+            "query": str,
+            "name": str,
+            "exists": bool,
+            "kind?": str,
+            "module?": (str, None),
+            "source?": ({"path": str, "line": int}, None),
+            "callable?": bool,
+            "top_ops?": [str],
+            "dispatched?": [str],
+            "call_error?": (str, None),
+        }
+    ],
+    "dumps": {str: (str, None)},
+}
+
+
 def ask(
     python: str,
     *,
@@ -86,7 +108,7 @@ def ask(
     }
     text = json.dumps(request, sort_keys=True)
     name = "live-" + cache.key(python, cache_id, text) + ".json"
-    data = None if refresh else cache.load(name)
+    data = None if refresh else cache.load(name, SHAPE)
     if data is not None:
         return data
     reporter.step(f"Asking the installed torch ({python}) for its dispatch table")
@@ -94,6 +116,7 @@ def ask(
     try:
         result = proc.run(
             [python, "-c", code, text],
+            **torchenv.isolated(),
             timeout=LIVE_TIMEOUT,
             check=False,
             what="Asking the installed torch",

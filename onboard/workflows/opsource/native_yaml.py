@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
@@ -70,6 +70,28 @@ class YamlIndex:
         return found[:n]
 
 
+# What where/locate read of each entry (_yaml_child.py writes more).
+SHAPE = {
+    "functions": [
+        {
+            "name": str,
+            "base": str,
+            "overload": str,
+            "inplace": bool,
+            "schema": str,
+            "line": int,
+            "kind": str,
+            "variants": [str],
+            "structured": bool,
+            "structured_delegate": (str, None),
+            "tags": [str],
+            "dispatch": {str: str},
+        }
+    ],
+    "derivatives": [{"name": str, "op": str, "line": int, "formulas": {str: str}}],
+}
+
+
 def load(checkout: Path, python: str, reporter: Reporter, *, refresh: bool = False) -> YamlIndex:
     native = checkout / NATIVE_FUNCTIONS
     if not native.is_file():
@@ -81,7 +103,7 @@ def load(checkout: Path, python: str, reporter: Reporter, *, refresh: bool = Fal
     tags = checkout / TAGS
     derivatives = checkout / DERIVATIVES
     name = "yaml-" + cache.key(native.resolve(), _stamp(native), _stamp(tags), _stamp(derivatives))
-    data = None if refresh else cache.load(name + ".json")
+    data = None if refresh else cache.load(name + ".json", SHAPE)
     if data is not None:
         return YamlIndex(data["functions"], data["derivatives"], warm=True)
     reporter.step(f"Reading {NATIVE_FUNCTIONS} with torchgen (once per commit)")
@@ -96,6 +118,7 @@ def _parse(python: str, native: Path, tags: Path, derivatives: Path) -> dict[str
     for exe in dict.fromkeys([python, sys.executable]):
         result = proc.run(
             [exe, "-c", code, str(native), str(tags), str(derivatives)],
+            **torchenv.isolated(),
             timeout=PARSE_TIMEOUT,
             check=False,
             what="Parsing native_functions.yaml with torchgen",

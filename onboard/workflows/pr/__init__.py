@@ -26,7 +26,12 @@ from onboard.workflows.pr.change import (
     collect,
     resolve_repo,
 )
-from onboard.workflows.pr.publish import REMINDERS, Published, publish
+from onboard.workflows.pr.publish import (
+    DEFAULT_PUSH_TIMEOUT_S,
+    REMINDERS,
+    Published,
+    publish,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -178,6 +183,7 @@ def run(
     fork_remote: str | None = None,
     api_url: str = DEFAULT_API_URL,
     upstream_repo: str = DEFAULT_UPSTREAM,
+    push_timeout: float = DEFAULT_PUSH_TIMEOUT_S,
     reporter: Reporter | None = None,
 ) -> PrResult:
     from onboard import workspace as ws_mod
@@ -319,6 +325,7 @@ def run(
             upstream_repo=upstream_repo,
             fork_remote=fork_remote,
             reporter=reporter,
+            push_timeout=push_timeout,
         )
     except OnboardError as exc:
         # Belt and braces: whatever a server echoed back, the token is not repeated.

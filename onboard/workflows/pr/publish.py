@@ -15,13 +15,14 @@ from an environment variable; ssh and local remotes get no token at all.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from onboard import git
-from onboard.errors import OnboardError
+from onboard.errors import OnboardError, ProcTimeout
 from onboard.github import PullRequests, Token, web_host
 from onboard.redact import redact
 from onboard.report import Reporter
@@ -119,13 +120,42 @@ def credential_env(url: str, token: Token, api_url: str) -> dict[str, str] | Non
     }
 
 
-def push(change: Change, remote: str, url: str, token: Token, api_url: str) -> str:
+DEFAULT_PUSH_TIMEOUT_S = 60.0
+
+
+def push(
+    change: Change,
+    remote: str,
+    url: str,
+    token: Token,
+    api_url: str,
+    *,
+    idle_timeout: float = DEFAULT_PUSH_TIMEOUT_S,
+    on_line: Callable[[str], None] | None = None,
+) -> str:
     env = credential_env(url, token, api_url)
-    result = git.push_branch(change.repo, remote, change.branch, extra_env=env)
-    text = redact(result.stdout + result.stderr, token.value)
-    if result.returncode == 0:
-        return _push_summary(result.stdout)
     shown = redact(url, token.value)
+    try:
+        result = git.push_branch(
+            change.repo,
+            remote,
+            change.branch,
+            idle_timeout=idle_timeout,
+            on_line=on_line,
+            extra_env=env,
+        )
+    except ProcTimeout:
+        raise OnboardError(
+            f"`git push {remote}` ({shown}) printed nothing for {idle_timeout:g} s "
+            "(--push-timeout) and was stopped: the remote took the connection but never "
+            "answered. Nothing was opened on GitHub.",
+            next_step="Check the fork's URL (`git remote -v`) and your network or proxy, then "
+            "run `onboard pr --open` again; on a slow link allow more quiet time with "
+            f"`onboard pr --open --push-timeout {max(300, int(idle_timeout) * 5)}`.",
+        ) from None
+    text = redact(result.stdout, token.value)
+    if result.returncode == 0:
+        return _push_summary(text)
     if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
         raise OnboardError(
             f"`git push {remote}` was rejected: the branch `{change.branch}` on {shown} has "
@@ -166,6 +196,7 @@ def publish(
     upstream_repo: str,
     fork_remote: str | None,
     reporter: Reporter,
+    push_timeout: float = DEFAULT_PUSH_TIMEOUT_S,
 ) -> Published:
     remote, url = choose_fork_remote(change.repo, fork_remote, upstream_repo)
     shown_url = redact(url, token.value)
@@ -178,8 +209,17 @@ def publish(
     owner = parsed[1] if parsed and parsed[0] == web_host(api_url) else login
     head = f"{owner}:{change.branch}"
     existing = client.find_open(head)
-    reporter.step(f"pushing {change.branch} to {remote} ({shown_url})")
-    pushed = push(change, remote, url, token, api_url)
+    with reporter.task(f"pushing {change.branch} to {remote} ({shown_url})") as task:
+        pushed = push(
+            change,
+            remote,
+            url,
+            token,
+            api_url,
+            idle_timeout=push_timeout,
+            # git's own meter ("Writing objects:  40% (2/5)"), one line at a time
+            on_line=lambda line: task.update(detail=redact(line.strip(), token.value)[:80]),
+        )
     if existing is not None:
         reporter.step(f"updating the open pull request #{existing.number}")
         info = client.update(existing.number, title=title, body=body)
