@@ -4,8 +4,10 @@ For N = 256, 1024, 4096 commits (seeded from the installed wheel, merge-bot
 messages, every 5th commit touching C++), it prints:
 - repro executions against ceil(log2 N) + 2 (the target: at most that per repeat);
 - builds (target: 0, the regression and the path to it are Python-only);
-- wall time per tested commit beyond the repro's own time, against the same
-  figure for plain `git bisect run` on the same history in the same process.
+- wall time per tested commit beyond the repro's own time (everything onboard
+  does: pre-flight checkouts, one `git bisect` per step, the restore at the
+  end), against the same figure for plain `git bisect run` on the same
+  history in the same process (target: <= 1.5x).
 
 Run: python bench/bench_bisect.py
 """
@@ -106,7 +108,8 @@ def one(size: int, work: Path) -> None:
     print(
         f"N={size}: wall per tested commit beyond the repro: {overhead * 1000:.0f} ms "
         f"(ratio {overhead / git_overhead:.2f} vs plain "
-        f"`git bisect run` {git_overhead * 1000:.0f} ms; repro itself {mean_repro * 1000:.0f} ms)"
+        f"`git bisect run` {git_overhead * 1000:.0f} ms; repro itself {mean_repro * 1000:.0f} ms; "
+        f"target <= 1.5: {'met' if overhead / git_overhead <= 1.5 else 'MISSED'})"
     )
 
 
