@@ -506,13 +506,16 @@ class _Plan:
             wheel = _WheelFacts(torch.package_dir, torch.version, torch.git_version)
         self.reporter.step(f"building the reference tree from the wheel ({len(tree.files)} files)")
         installed = torchenv.classify(wheel.version, wheel.git_version)
-        with self.reporter.task("writing the reference tree with git fast-import", total=None):
+        with self.reporter.task(
+            "copying the wheel's files into git", total=len(tree.files)
+        ) as task:
             head = reference_tree.build(
                 repo,
                 tree,
                 torch_version=wheel.version,
                 commit=installed.sha,
                 version_txt=wheel.version.split("+", 1)[0],
+                progress=lambda n, total: task.update(completed=n, total=total),
             )
         torch = self.env.torch
         assert torch is not None
