@@ -8,14 +8,11 @@ log file whose path is printed.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import os
-import platform
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -125,6 +122,11 @@ def _report(exc: OnboardError, args: list[str]) -> None:
 
 
 def write_crash_log(exc: BaseException, args: list[str]) -> Path:
+    # Imported here: every command starts through this module, few ever crash.
+    import datetime as _dt
+    import platform
+    import traceback
+
     from onboard import proc
 
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")

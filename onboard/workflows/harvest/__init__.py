@@ -12,21 +12,24 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
-from onboard.workflows.harvest import enrich, rank, scan
-from onboard.workflows.harvest.collect import Scan, gather
-from onboard.workflows.harvest.rank import Item
+from onboard.workflows.harvest.state import start_tree_state
 from onboard.workflows.harvest.tags import TAGS
 from onboard.workflows.harvest.target import Target, resolve_target
 
+# The rest of harvest is imported where it is used: a warm run starts `git status`
+# first and imports it meanwhile.
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from onboard.workflows.harvest.collect import Scan
+    from onboard.workflows.harvest.rank import Item
 
 DEFAULT_LIMIT = 20
 DEFAULT_API_URL = "https://api.github.com"
@@ -34,6 +37,18 @@ DEFAULT_GITHUB_REPO = "pytorch/pytorch"
 CONTEXT_LINES = 6
 
 __all__ = ["HarvestResult", "Item", "Scan", "ShowResult", "Target", "harvest", "show"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Item":
+        from onboard.workflows.harvest.rank import Item
+
+        return Item
+    if name == "Scan":
+        from onboard.workflows.harvest.collect import Scan
+
+        return Scan
+    raise AttributeError(name)
 
 
 # --------------------------------------------------------------------------
@@ -220,6 +235,8 @@ def _filter(
                 return True
         return False
 
+    from onboard.workflows.harvest import rank
+
     out = []
     for item in items:
         if python_only and not item.python_only:
@@ -271,10 +288,14 @@ def harvest(
                 next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
             )
     cache_dir = _cache_dir(cache)
-    s = gather(target, searcher=searcher, cache=cache_dir, reporter=reporter)
+    status = start_tree_state(target.root) if cache_dir is not None and searcher == "auto" else None
+    from onboard.workflows.harvest import enrich, rank
+    from onboard.workflows.harvest.collect import gather
+
+    s = gather(target, searcher=searcher, cache=cache_dir, reporter=reporter, status=status)
     matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
     notes: list[str] = []
-    token = _token(api_url) if (enrich_results or issues) else None
+    token = _token_once(api_url)
     github_problem: str | None = None
     github_skipped: list[str] = []
     if enrich_results:
@@ -298,6 +319,8 @@ def harvest(
                 f"{lookup.unchecked} linked issue(s) ranked without state and labels"
             )
     shown = matched if limit == 0 else matched[:limit]
+    for item in shown:
+        item.url = target.url(item.path, item.line)
     if enrich_results and shown:
         hist = enrich.history(target.root, is_reference=target.kind == "reference")
         if hist.note:
@@ -305,11 +328,11 @@ def harvest(
         enrich.blame(target.root, shown, hist, cache_dir)
     found_issues: list[dict[str, Any]] | None = None
     if issues:
-        if github_problem and not token:
+        if github_problem and not token():
             found_issues = []
         else:
             found_issues, problem = enrich.newcomer_issues(
-                token=token, api_url=api_url, repo=github_repo, limit=limit or 50
+                token=token(), api_url=api_url, repo=github_repo, limit=limit or 50
             )
             github_problem = github_problem or problem
         if github_problem and not found_issues:
@@ -329,10 +352,24 @@ def harvest(
 
 def _cache_dir(cache: Path | None | bool) -> Path | None:
     if cache is True:
-        return scan.cache_dir()
+        from onboard.cache import cache_dir
+
+        return cache_dir("harvest")
     if cache is False or cache is None:
         return None
     return Path(cache)
+
+
+def _token_once(api_url: str) -> Callable[[], str | None]:
+    """The token, looked up on first use only (most runs need none: cached issues)."""
+    found: list[str | None] = []
+
+    def token() -> str | None:
+        if not found:
+            found.append(_token(api_url))
+        return found[0]
+
+    return token
 
 
 def _token(api_url: str) -> str | None:
@@ -432,6 +469,9 @@ def show(
         )
     target = resolve_target(workspace, repo)
     cache_dir = _cache_dir(cache)
+    from onboard.workflows.harvest import enrich, rank
+    from onboard.workflows.harvest.collect import gather
+
     s = gather(target, searcher=searcher, cache=cache_dir, reporter=reporter)
     found = [i for i in s.items if i.id.startswith(want)]
     if not found:
@@ -448,6 +488,7 @@ def show(
             next_step="Give more characters of the id.",
         )
     item = found[0]
+    item.url = target.url(item.path, item.line)
     source = (target.root / item.path).read_text(encoding="utf-8", errors="replace").splitlines()
     start = max(1, item.line - CONTEXT_LINES)
     end = min(len(source), item.end_line + CONTEXT_LINES)
@@ -475,9 +516,8 @@ def show(
                     item.blame = blame_rows[0]
             except OnboardError as exc:
                 notes.append(f"blame: {exc.message}")
-        token = _token(api_url)
         lookup = enrich.linked_issues(
-            [item], token=token, api_url=api_url, repo=github_repo, cache=cache_dir
+            [item], token=_token_once(api_url), api_url=api_url, repo=github_repo, cache=cache_dir
         )
         numbers = (*item.form.issues, *item.form.pulls)
         item.linked = [lookup.fetched[n] for n in numbers if n in lookup.fetched]

@@ -21,15 +21,15 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.harvest import forms, rank, scan
 from onboard.workflows.harvest.rank import Item
+from onboard.workflows.harvest.state import TreeState, start_tree_state
 from onboard.workflows.harvest.tags import language
 from onboard.workflows.harvest.target import Target
 
@@ -103,16 +103,26 @@ class Scan:
         return [f.path for f in self.files.values() if f.unterminated]
 
 
-def gather(target: Target, *, searcher: str, cache: Path | None, reporter: Reporter) -> Scan:
-    """Every harvested comment of the tree, ranked (from the cache when it holds)."""
+def gather(
+    target: Target,
+    *,
+    searcher: str,
+    cache: Path | None,
+    reporter: Reporter,
+    status: Future[TreeState | None] | None = None,
+) -> Scan:
+    """Every harvested comment of the tree, ranked (from the cache when it holds).
+
+    ``status``: ``state.tree_state`` already running (started before this module
+    was imported, so that `git status` and the imports overlap).
+    """
     t0 = time.monotonic()
     state: TreeState | None = None
     if cache is not None and searcher == "auto":  # an explicit --searcher means: run that one
         # `git status` runs in its own process while the stored result is read.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            status = pool.submit(tree_state, target.root)
-            data = scan.read_json(_cache_file(target, cache))
-            state = status.result()
+        pending = status or start_tree_state(target.root)
+        data = scan.read_json(_cache_file(target, cache))
+        state = pending.result()
         stored = _stored(target, data) if state is not None else None
         if state is not None and stored is not None and stored[0].head == state.head:
             result = _reuse(target, stored[1], stored[0], state, reporter)
@@ -155,8 +165,6 @@ def _whole_tree(target: Target, searcher: str, reporter: Reporter) -> Scan:
         files.setdefault(path, FileResult(path, len(lines), 0, OWN, 0, False, []))
     files = dict(sorted(files.items()))
     items = _ranked(files.values())
-    for item in items:
-        item.url = target.url(item.path, item.line)
     t_rank = time.monotonic()
     return Scan(
         target=target,
@@ -216,37 +224,6 @@ def _ranked(files: Iterable[FileResult]) -> list[Item]:
 # The tree state and the cached result
 
 
-@dataclass(frozen=True)
-class TreeState:
-    head: str
-    changed: dict[str, list[int] | None]  # changed/untracked path -> [size, mtime_ns] (None: gone)
-
-
-def tree_state(root: Path) -> TreeState | None:
-    """HEAD and the state of every changed file, or None outside a git work tree's top."""
-    if not (root / ".git").exists():
-        return None
-    from onboard import git
-
-    try:
-        status = git.status_v2(root)
-    except OnboardError:
-        return None
-    if status is None:
-        return None
-    head, changed = status
-    if head is None:
-        return None
-    stats: dict[str, list[int] | None] = {}
-    for rel in sorted(changed):
-        try:
-            st = (root / rel).stat()
-            stats[rel] = [st.st_size, st.st_mtime_ns]
-        except OSError:
-            stats[rel] = None
-    return TreeState(head, stats)
-
-
 def _cache_file(target: Target, cache: Path) -> Path:
     return cache / f"tree-{hashlib.sha1(str(target.root).encode()).hexdigest()[:16]}.json"
 
@@ -271,7 +248,7 @@ def _reuse(
     t0 = time.monotonic()
     reporter.detail(f"{len(dirty)} changed file(s) since the cached result: searching those")
     searched = [p for p in dirty if now.changed.get(p) is not None and scan.eligible(p)]
-    cands = scan.find_candidates(target.root, searcher="auto", paths=searched)
+    cands = scan.find_candidates(target.root, searcher="auto", paths=searched, name=scan_.searcher)
     tests = rank.NearbyTests(target.root)
     files = {p: f for p, f in scan_.files.items() if p not in dirty}
     lexed = 0
@@ -283,8 +260,6 @@ def _reuse(
             if fc is not None
             else FileResult(path, len(lines), 0, OWN, 0, False, [])
         )
-        for item in files[path].items:
-            item.url = target.url(item.path, item.line)
     files = dict(sorted(files.items()))
     return Scan(
         target=target,
@@ -346,7 +321,7 @@ def _stored(target: Target, data: dict[str, Any]) -> tuple[TreeState, Scan] | No
                 return None
             lang = language(path) or "c++"
             module = rank.module_of(path)
-            items = [_item_from(target, path, lang, module, row, reasons) for row in rows]
+            items = [_item_from(path, lang, module, row, reasons) for row in rows]
             files[path] = FileResult(
                 path, int(hits), int(non_comment), kind, int(comments), bool(unterminated), items
             )
@@ -364,20 +339,28 @@ def _stored(target: Target, data: dict[str, Any]) -> tuple[TreeState, Scan] | No
         return None
 
 
-_FORM_TYPES = (str, str, tuple, tuple, tuple, tuple, tuple, str)
-
-
 def _item_from(
-    target: Target, path: str, lang: str, module: str, row: list[Any], reasons: list[rank.Reason]
+    path: str, lang: str, module: str, row: list[Any], reasons: list[rank.Reason]
 ) -> Item:
+    # Thousands per run: plain checks, no per-field conversions.
     iid, line, end, col, text, form, why, test_file = row
-    f = forms.Form(*(t(v) for t, v in zip(_FORM_TYPES, form, strict=True)))
-    if not all(type(n) is int for n in (*f.issues, *f.pulls, line, end, col)) or not (
-        type(iid) is str and type(text) is str and (test_file is None or type(test_file) is str)
-    ):
+    tag, kind, owners, issues, pulls, internal, others, body = form
+    f = forms.Form(
+        tag, kind, tuple(owners), tuple(issues), tuple(pulls), tuple(internal), tuple(others), body
+    )
+    if not (
+        type(iid) is str
+        and type(text) is str
+        and type(line) is int
+        and type(end) is int
+        and type(col) is int
+        and type(tag) is str
+        and type(kind) is str
+        and type(body) is str
+        and (test_file is None or type(test_file) is str)
+    ) or any(type(n) is not int for n in f.issues + f.pulls):
         raise ValueError("not an item")
     item = Item(iid, path, line, end, col, lang, module, text, f)
     item.reasons = [reasons[n] for n in why]
     item.test_file = test_file
-    item.url = target.url(path, line)
     return item

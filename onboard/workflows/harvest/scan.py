@@ -88,11 +88,16 @@ def eligible(path: str) -> bool:
 
 
 def find_candidates(
-    root: Path, *, searcher: str = "auto", paths: Sequence[str] | None = None
+    root: Path,
+    *,
+    searcher: str = "auto",
+    paths: Sequence[str] | None = None,
+    name: str | None = None,
 ) -> Candidates:
     """Every line of a Python/C-family file that matches a tag, by ripgrep or git grep.
 
     ``paths``: search only these files (repo-relative; each must be ``eligible``).
+    ``name``: the searcher's name when the caller knows it (no ``rg --version``).
     """
     rg = ripgrep_path() if searcher in ("auto", "rg") else None
     if searcher == "rg" and rg is None:
@@ -100,12 +105,14 @@ def find_candidates(
             "ripgrep (`rg`) was asked for but is not installed.",
             next_step="Run `pip install ripgrep`, or use --searcher git.",
         )
+    if name is not None and name.startswith("ripgrep") != (rg is not None):
+        name = None  # the searcher changed since the caller learnt its name
     start = time.monotonic()
     if paths is not None and not paths:
-        return Candidates(_searcher_name(rg), {}, 0.0)
+        return Candidates(name or _searcher_name(rg), {}, 0.0)
     if rg is not None:
         hits, starts = _ripgrep(rg, root, paths)
-        return Candidates(_searcher_name(rg), hits, time.monotonic() - start, starts)
+        return Candidates(name or _searcher_name(rg), hits, time.monotonic() - start, starts)
     from onboard import git
 
     if not git.is_repo(root):
