@@ -12,6 +12,7 @@ is given as ``path:line`` in the checkout and as a GitHub link at the commit.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -442,7 +443,14 @@ def _where(
     reporter: Reporter,
 ) -> WhereResult:
     ws = ctx.ws
-    yaml = ctx.yaml()
+    # Three slow first-time steps at once: torchgen reads the yaml in one child, torch
+    # imports in another (index.prepare), and the kernel index is built here.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        reading = pool.submit(ctx.yaml)
+        try:
+            ctx.kernels()
+        finally:
+            yaml = reading.result()
 
     def ask(request: dict[str, Any]) -> dict[str, Any]:
         return live.ask(

@@ -140,11 +140,7 @@ class LiveIndex:
         build = self._stale and not self._someone_building(mine=child is not None)
         if child is None:
             child = self._start() if build else _start_child(self.python)
-        job: dict[str, Any] = {
-            "code": _PER_OP_CHILD.read_text(encoding="utf-8"),
-            "first": request,
-            "index": None,
-        }
+        job: dict[str, Any] = {"first": request, "index": None}
         if build:
             job["index"] = {
                 "path": str(self.path),
@@ -224,7 +220,7 @@ LIVE_TIMEOUT = 240.0
 
 def _start_child(python: str) -> proc.Child:
     try:
-        return proc.Child([python, "-c", _CHILD.read_text(encoding="utf-8")])
+        return proc.Child([python, "-c", _CHILD.read_text(encoding="utf-8"), str(_PER_OP_CHILD)])
     except OnboardError as exc:
         raise OnboardError(
             f"Could not run the Python interpreter {python!r}: {exc.message}",
