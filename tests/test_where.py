@@ -340,3 +340,19 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
         **relu6["entries"][0],
         "query": "torch.nn.functional.relu6",
     }
+
+
+def test_an_interpreter_without_torch_is_one_paragraph(clone_ws: Path, tmp_path: Path) -> None:
+    from onboard.errors import OnboardError
+    from onboard.report import Reporter
+    from onboard.workflows.opsource.live_index import LiveIndex
+
+    no_torch = tmp_path / "python-without-torch"
+    no_torch.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')  # -S: no site-packages
+    no_torch.chmod(0o755)
+    with pytest.raises(OnboardError, match="could not answer onboard's torch questions") as info:
+        where("trunc", workspace=str(clone_ws), python=str(no_torch))
+    assert "No module named 'torch'" in info.value.message
+    assert "import torch" in (info.value.next_step or "")
+    index = LiveIndex(str(no_torch), f"{installed_version()}:{installed_commit()}", Reporter())
+    assert not index.building.exists() and not index.path.exists()

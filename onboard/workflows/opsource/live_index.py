@@ -37,6 +37,8 @@ _CHILD = Path(__file__).with_name("_live_index_child.py")
 _PER_OP_CHILD = Path(__file__).with_name("_live_child.py")
 # A child indexing for longer than this is taken to be gone (killed, machine asleep).
 BUILDING_STALE_S = 900.0
+# How long the first answer (import torch included) may take.
+LIVE_TIMEOUT = 240.0
 _VERSION_RE = re.compile(r"^(__version__|git_version)\s*=\s*['\"]([^'\"]*)['\"]", re.M)
 
 Requests = Callable[[], dict[str, dict[str, Any]]]
@@ -149,22 +151,27 @@ class LiveIndex:
             }
         try:
             line = child.answer(json.dumps(job).encode(), MARKER, timeout=LIVE_TIMEOUT)
-        except OnboardError as exc:
+        except OnboardError as exc:  # a timeout: the child was stopped
+            child.release()
             self._forget(build)
             raise OnboardError(
                 f"Asking the installed torch ({self.python}) failed: {exc.message}",
                 next_step=f"Check that `{self.python} -c 'import torch'` works, or pass --python "
                 "with the interpreter whose torch you use.",
             ) from exc
-        data = json.loads(line) if line is not None else None
-        if not isinstance(data, dict):
+        try:
+            data = json.loads(line) if line is not None else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
             code, stderr = child.failure()
             child.release()
             self._forget(build)
             tail = (stderr.strip().splitlines() or ["no output"])[-1]
+            how = f"exit {code}" if code is not None else "no answer"
             raise OnboardError(
                 f"The interpreter {self.python} could not answer onboard's torch questions "
-                f"(exit {code}): {tail}",
+                f"({how}): {tail}",
                 next_step=f"Check that `{self.python} -c 'import torch'` works, or pass --python "
                 "with the interpreter whose torch you use; `onboard doctor` shows what is wrong.",
             )
@@ -213,9 +220,6 @@ class LiveIndex:
         except PermissionError:
             return True
         return True
-
-
-LIVE_TIMEOUT = 240.0
 
 
 def _start_child(python: str) -> proc.Child:
