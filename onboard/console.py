@@ -6,6 +6,8 @@ import functools
 import json
 import re
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -83,9 +85,70 @@ class _RichTask(Task):
         self._progress.update(self._id, **kwargs)
 
 
+class _LineTask(Task):
+    """Progress as plain lines, for a stderr that is not a terminal (a log, CI, a pipe):
+    a line when the task starts, at each quarter of its total, every HEARTBEAT_S
+    seconds while nothing else was said, and when it ends."""
+
+    HEARTBEAT_S = 15.0
+
+    def __init__(self, console: Console, description: str, total: float | None) -> None:
+        self._console = console
+        self._description = description
+        self._total = total
+        self._completed = 0.0
+        self._quarter = 0
+        self._start = self._said = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._heart = threading.Thread(target=self._beat, daemon=True)
+        self._say(f"> {description}" + (f" ({total:g})" if total else ""))
+        self._heart.start()
+
+    def _say(self, line: str) -> None:
+        with self._lock:
+            self._said = time.monotonic()
+            self._console.print(line, markup=False, highlight=False)
+
+    def _elapsed(self) -> str:
+        return f"{time.monotonic() - self._start:.0f} s"
+
+    def _beat(self) -> None:
+        while not self._stop.wait(min(1.0, self.HEARTBEAT_S)):
+            if time.monotonic() - self._said >= self.HEARTBEAT_S:
+                done = f", {self._completed:g}/{self._total:g}" if self._total else ""
+                self._say(f"  {self._description}: still working ({self._elapsed()}{done})")
+
+    def update(
+        self, *, completed: float | None = None, total: float | None = None, detail: str = ""
+    ) -> None:
+        if total is not None:
+            self._total = total
+        if completed is not None:
+            self._completed = completed
+        if self._total and self._completed < self._total:
+            quarter = int(4 * self._completed / self._total)
+            if quarter > self._quarter:
+                self._quarter = quarter
+                self._say(
+                    f"  {self._description}: {self._completed:g}/{self._total:g} "
+                    f"({self._elapsed()})"
+                )
+
+    def close(self, failed: bool) -> None:
+        self._stop.set()
+        self._heart.join()
+        done = f", {self._completed:g}/{self._total:g}" if self._total else ""
+        word = "stopped" if failed else "done"
+        self._say(f"  {self._description}: {word} in {self._elapsed()}{done}")
+
+
 @dataclass
 class RichReporter(Reporter):
-    """Progress and steps on stderr; quiet in --json mode except for errors."""
+    """Progress and steps on stderr; quiet in --json mode except for errors.
+
+    On a terminal, rich draws progress bars and spinners; anywhere else
+    (a log file, CI) every task says what it does in plain lines."""
 
     quiet: bool = False
     _console: Any = field(default=None, repr=False)
@@ -110,6 +173,15 @@ class RichReporter(Reporter):
         self.messages.append(description)
         if self.quiet:
             yield Task()
+            return
+        if not self._err().is_terminal:
+            lines = _LineTask(self._err(), description, total)
+            failed = True
+            try:
+                yield lines
+                failed = False
+            finally:
+                lines.close(failed)
             return
         from rich.progress import (
             BarColumn,

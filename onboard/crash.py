@@ -8,13 +8,10 @@ log file whose path is printed.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import errno
 import json
 import os
-import platform
 import sys
-import traceback
 from pathlib import Path
 
 import click
@@ -64,8 +61,9 @@ def run_cli(cli: click.Command, argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     signals.reset()
     try:
-        with signals.handlers(), proc.reaping():
+        with signals.handlers(), proc.reaping() as reaper:
             code = _run(cli, args)
+            reaper.finished = code != EXIT_INTERRUPT
     except BrokenPipeError:
         code = _closed_pipe()
     late = signals.late_signal()
@@ -168,6 +166,11 @@ def _report(exc: OnboardError, args: list[str]) -> None:
 
 
 def write_crash_log(exc: BaseException, args: list[str]) -> Path:
+    # Imported here: every command starts through this module, few ever crash.
+    import datetime as _dt
+    import platform
+    import traceback
+
     from onboard import proc
 
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")

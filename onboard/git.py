@@ -509,9 +509,32 @@ def git_dir(repo: str | os.PathLike[str]) -> Path:
     return Path(out(repo, "rev-parse", "--absolute-git-dir"))
 
 
+# A work tree's git folder does not move while onboard runs: ask git once per folder.
+_GIT_DIRS: dict[str, Path] = {}
+
+
+def _cached_git_dir(repo: str | os.PathLike[str]) -> Path:
+    key = os.path.realpath(repo)
+    found = _GIT_DIRS.get(key)
+    if found is None or not found.is_dir():
+        found = _GIT_DIRS[key] = git_dir(repo)
+    return found
+
+
 def bisect_in_progress(repo: str | os.PathLike[str]) -> bool:
-    # git itself decides "bisecting" from BISECT_START (git-bisect.sh / builtin/bisect.c).
-    return git_path(repo, "BISECT_START").exists()
+    # git itself decides "bisecting" from BISECT_START (git-bisect.sh / builtin/bisect.c),
+    # kept in the work tree's own git folder (per worktree, like HEAD).
+    return (_cached_git_dir(repo) / "BISECT_START").exists()
+
+
+def head_state(repo: str | os.PathLike[str]) -> tuple[str | None, str | None]:
+    """(HEAD's sha, its branch or None when detached) in one git call."""
+    result = git(repo, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False)
+    lines = result.stdout.split()
+    if result.returncode != 0 or len(lines) != 2:
+        return head_sha(repo), current_branch(repo)  # no commit yet: ask the long way
+    sha, ref = lines
+    return sha, ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
 
 
 def bisect_start(
@@ -524,7 +547,7 @@ def bisect_start(
     term_new: str | None = None,
 ) -> proc.Result:
     """``git bisect start``; without bounds it waits for them (marked one by one later)."""
-    args = ["bisect", "start"]
+    args = _bisect("start")
     if term_old and term_new:
         args += [f"--term-old={term_old}", f"--term-new={term_new}"]
     if first_parent:
@@ -535,16 +558,54 @@ def bisect_start(
 
 def bisect_mark(repo: str | os.PathLike[str], term: str, rev: str | None = None) -> proc.Result:
     """``git bisect <term> [rev]``: the answer (next commit, or the result) is in stdout."""
-    args = ["bisect", term] + ([rev] if rev else [])
-    return git(repo, *args, check=False, timeout=None)
+    helper = _bisect_state_helper()
+    args = ["bisect--helper", helper, term] if helper else ["bisect", term]
+    return git(repo, *args, *([rev] if rev else []), check=False, timeout=None)
+
+
+_HELPER_STATE = re.compile(r'git bisect--helper (--bisect-state|state) "\$cmd" "\$@"')
+_HELPER_ANY = 'git bisect--helper "$cmd" "$@"'
+_SCRIPT: list[str] = []
+
+
+def _bisect_script() -> str:
+    """The text of ``git bisect`` when it is still the shell script of git <= 2.40
+    (git-bisect.sh), else ''. The script only dispatches to ``git bisect--helper``:
+    calling the helper as it would saves a shell and the script's own git calls
+    (~30 ms a call)."""
+    if not _SCRIPT:
+        text = ""
+        try:
+            script = Path(out(None, "--exec-path")) / "git-bisect"
+            with script.open("rb") as fh:
+                head = fh.read(16384)
+            if head.startswith(b"#!"):
+                text = head.decode("utf-8", "replace")
+        except (OSError, OnboardError):
+            text = ""
+        _SCRIPT.append(text)
+    return _SCRIPT[0]
+
+
+def _bisect_state_helper() -> str | None:
+    """The ``bisect--helper`` subcommand ``git bisect good|bad|skip`` runs (None: call
+    ``git bisect``)."""
+    mo = _HELPER_STATE.search(_bisect_script())
+    return mo.group(1) if mo else None
+
+
+def _bisect(cmd: str) -> list[str]:
+    """``git bisect CMD`` (start, log, reset), through the helper when the script
+    passes CMD on to it unchanged."""
+    return ["bisect--helper", cmd] if _HELPER_ANY in _bisect_script() else ["bisect", cmd]
 
 
 def bisect_log(repo: str | os.PathLike[str]) -> str:
-    return git(repo, "bisect", "log", check=False).stdout
+    return git(repo, *_bisect("log"), check=False).stdout
 
 
 def bisect_reset(repo: str | os.PathLike[str], target: str) -> proc.Result:
-    return git(repo, "bisect", "reset", target, check=False, timeout=None)
+    return git(repo, *_bisect("reset"), target, check=False, timeout=None)
 
 
 def checkout_quiet(repo: str | os.PathLike[str], target: str, *, detach: bool = False) -> None:

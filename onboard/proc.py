@@ -55,21 +55,35 @@ GRACE_SECONDS = 2.0
 _started = [0]  # children started in this process (0: nothing to reap)
 
 
+class Reaper:
+    """What ``reaping`` stops at the end: everything, or (``finished``: the run
+    ended normally) everything but the children released to work on."""
+
+    def __init__(self) -> None:
+        self.finished = False
+
+
+# Children a normal run released to finish on their own (``Child.release``):
+# `where`'s background indexer. An interrupted run stops them too.
+_DETACHED: set[int] = set()
+
+
 @contextlib.contextmanager
-def reaping() -> Iterator[None]:
+def reaping() -> Iterator[Reaper]:
     """Stop, when the block ends, every process started under it that still runs."""
+    reaper = Reaper()
     if os.environ.get(RUN_ENV):
-        yield  # an onboard further up (the one that started us) reaps for both
+        yield reaper  # an onboard further up (the one that started us) reaps for both
         return
     token = secrets.token_hex(8)
     os.environ[RUN_ENV] = token
     started = _started[0]
     try:
-        yield
+        yield reaper
     finally:
         os.environ.pop(RUN_ENV, None)
         if _started[0] != started:
-            kill_marked(token)
+            kill_marked(token, keep=_DETACHED if reaper.finished else frozenset())
 
 
 def marked(token: str, *, name: str = RUN_ENV) -> list[int]:
@@ -94,11 +108,13 @@ def marked(token: str, *, name: str = RUN_ENV) -> list[int]:
     return pids
 
 
-def kill_marked(token: str, *, name: str = RUN_ENV) -> list[int]:
-    """SIGKILL every live process carrying ``name=token``; returns their pids."""
+def kill_marked(
+    token: str, *, name: str = RUN_ENV, keep: set[int] | frozenset[int] = frozenset()
+) -> list[int]:
+    """SIGKILL every live process carrying ``name=token`` but ``keep``; returns their pids."""
     killed = []
     for _ in range(5):  # a dying parent may start no one new, but be sure
-        pids = marked(token, name=name)
+        pids = [pid for pid in marked(token, name=name) if pid not in keep]
         if not pids:
             break
         for pid in pids:
@@ -373,3 +389,96 @@ def _text(out: str | bytes | None, err: str | bytes | None) -> tuple[str, str]:
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "(no output)"
+
+
+_RELEASED: list[subprocess.Popen[bytes]] = []
+
+
+class Child:
+    """A command that gives one answer and may go on working after it.
+
+    ``where`` asks a child interpreter about one op, and that child then goes on
+    to index every op for the next calls: onboard reads the answer line and
+    leaves (``release``) without waiting. The child runs in its own session
+    (Ctrl-C in the terminal is onboard's, not the child's); until its answer is
+    in, a failure, a timeout or Ctrl-C here stops it with its process group.
+    """
+
+    def __init__(
+        self,
+        args: Sequence[str | os.PathLike[str]],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        import tempfile
+
+        self.argv = [os.fspath(a) for a in args]
+        # A file, not a pipe: nobody reads it while the answer is awaited.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by release)
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                cwd=os.fspath(cwd) if cwd is not None else None,
+                env=dict(env) if env is not None else environ(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._stderr.close()
+            raise _cannot_start(self.argv, cwd, exc) from exc
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def answer(self, request: bytes, marker: str, *, timeout: float) -> str | None:
+        """Send ``request`` on stdin and return the first stdout line that starts with
+        ``marker`` (without it); None when the child ended without one (see ``failure``)."""
+        proc = self._proc
+        assert proc.stdin is not None and proc.stdout is not None
+        timer = threading.Timer(timeout, _kill_group, (proc,))
+        timer.start()
+        try:
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.write(request)
+                proc.stdin.close()
+            for raw in proc.stdout:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if line.startswith(marker):
+                    return line[len(marker) :]
+            proc.wait()
+            if not timer.is_alive():
+                raise ProcTimeout(
+                    f"{self.argv[0]} gave no answer within {timeout:g} s and was stopped.",
+                    args=self.argv,
+                    returncode=None,
+                )
+            return None
+        except BaseException:
+            _kill_group(proc)  # type: ignore[arg-type]
+            raise
+        finally:
+            timer.cancel()
+
+    def failure(self) -> tuple[int | None, str]:
+        """(exit status, its stderr) of a child that ended without answering."""
+        self._stderr.seek(0)
+        return self._proc.poll(), self._stderr.read().decode("utf-8", "replace")
+
+    def release(self) -> None:
+        """Leave the child to finish on its own (it must not write to stdout any more)."""
+        assert self._proc.stdout is not None
+        self._proc.stdout.close()
+        self._stderr.close()
+        # Held, and reaped when the next one is released: a Popen dropped while
+        # its process runs warns, and one never waited for stays a zombie.
+        _RELEASED[:] = [p for p in _RELEASED if p.poll() is None]
+        _RELEASED.append(self._proc)
+        _DETACHED.add(self._proc.pid)
+
+    def stop(self) -> None:
+        _kill_group(self._proc)  # type: ignore[arg-type]
+        self.release()

@@ -215,6 +215,30 @@ def test_untracked_file_in_the_way_is_not_blamed_on_the_bounds(tmp_path: Path) -
     assert (repo / "notes.txt").read_text() == "mine, untracked\n"
 
 
+def test_a_repro_that_edits_a_tracked_file_is_undone(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    # git bisect refuses to check out over the edit when the next commit changes that file:
+    # onboard undoes the edit and marks again, and the tree ends as it began.
+    info = _make(pytorch_repo_factory)
+    before = _state(info.path)
+    repro = _repro(
+        tmp_path,
+        f"""
+        with open(os.path.join(os.environ["ONBOARD_BISECT_CHECKOUT"], {REGRESSION_MODULE!r}),
+                  "a") as fh:
+            fh.write("# touched by the repro\\n")
+        sys.exit(0 if ok else 1)
+        """,
+    )
+    reporter = Reporter(verbose=True)
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=reporter)
+    assert result.commits is not None and result.commits.culprit is not None
+    assert result.commits.culprit.sha == info.regression_sha
+    assert any("undoing changes the repro made" in m for m in reporter.messages)
+    assert _state(info.path) == before
+
+
 def test_segfault_counts_as_bad_and_does_not_abort(
     pytorch_repo_factory: RepoFactory, tmp_path: Path
 ) -> None:

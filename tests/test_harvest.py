@@ -4,6 +4,7 @@ built from the installed wheel checked against an independent count."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -11,9 +12,11 @@ import re
 import subprocess
 import sys
 import tokenize
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import harvest_reference
 import pytest
 from fixtures.git_server import closed_port_url
 from fixtures.github_api import GitHubAPI
@@ -64,7 +67,7 @@ def _onboard(
 
 
 # --------------------------------------------------------------------------
-# Python: tokenize decides
+# Python: strings, docstrings and continuations (what tokenize calls a comment)
 
 
 def test_python_strings_and_docstrings_are_not_comments() -> None:
@@ -366,36 +369,60 @@ def test_cache_is_used_and_invalidated(small_repo: Path, tmp_path: Path) -> None
     assert any(i.text == "HACK: work around a CPython bug, v2" for i in third.items)
 
 
-# Valid JSON, wrong value types, per cache file (a hand edit, another format).
-_WRONG_TYPES = {
-    "scan": lambda d: next(iter(d["files"].values()))[4][0].__setitem__(0, "3"),
-    "tree": lambda d: d["items"][0].__setitem__(2, "7"),
-    "blame": lambda d: d["lines"].update({k: "2025-01-01" for k in d["lines"]}),
-}
+def test_offsets_from_ripgrep_and_from_line_numbers_agree(small_repo: Path) -> None:
+    cands = scan.find_candidates(small_repo, searcher="rg")
+    assert set(cands.starts) == set(cands.hits)  # ripgrep said where each hit line starts
+    with_offsets = scan.lex_files(small_repo, cands)
+    from_lines = scan.lex_files(small_repo, dataclasses.replace(cands, starts={}))
+    assert with_offsets == from_lines and len(with_offsets) == len(cands.hits)
 
 
-def test_caches_of_the_wrong_shape_are_rebuilt_silently(small_repo: Path, tmp_path: Path) -> None:
-    _git(small_repo, "commit", "-q", "--allow-empty", "-m", "A second commit (blame has history)")
-    cache = tmp_path / "cache"
-    first = _harvest(small_repo, cache=cache, enrich_results=True, api_url="http://127.0.0.1:9")
-    names = sorted(p.name.split("-")[0] for p in cache.glob("*.json"))
-    assert names == ["blame", "scan", "tree"], names
-    for path in cache.glob("*.json"):
-        data = json.loads(path.read_text())
-        _WRONG_TYPES[path.name.split("-")[0]](data)
-        path.write_text(json.dumps(data))
-    again = _harvest(small_repo, cache=cache, enrich_results=True, api_url="http://127.0.0.1:9")
-    assert again.summary()["cache"] != "tree" and again.summary()["files_lexed"] > 0
-    assert [(i.id, i.line) for i in again.items] == [(i.id, i.line) for i in first.items]
-    assert [i.blame for i in again.items] == [i.blame for i in first.items]
-    assert all(isinstance(i.blame, dict) for i in again.items)
+# Lines that hide, fake or continue comments, far from the hits and near them.
+_TRICKY_PY = r'''def f():
+    """Docstring.
+
+    # TODO: in a docstring
+    """
+    s = 'a \
+# TODO: in a continued string'
+    t = '"""' # TODO: after a string holding a triple quote
+    u = """
+# FIXME: in a triple string"""  # XXX: after it
+    # HACK: first line
+    # goes on
+    return r"\\" # TODO: after an escaped backslash
+'''
+_TRICKY_C = r"""/* a block
+   // TODO: inside a block
+*/ int x; // TODO: after a block that ends mid-line
+const char* s = R"X(
+// FIXME: inside a raw string
+)X"; // XXX: after it
+#define M(a) \
+  a // HACK: in a macro continuation
+// TODO: spliced \
+TODO continues the splice
+/* TODO: a block
+ * FIXME: with two tags
+ */
+auto r = R"never closed // TODO: after an unterminated raw string opener
+"""
 
 
-def test_parallel_lexing_gives_the_same_comments(small_repo: Path) -> None:
-    hits = scan.find_candidates(small_repo).hits
-    serial, _ = scan.lex_files(small_repo, hits, cache=None, workers=1)
-    parallel, stats = scan.lex_files(small_repo, hits, cache=None, workers=2)
-    assert stats.files_lexed == len(hits) and parallel == serial
+@pytest.mark.parametrize(("path", "source"), [("torch/t.py", _TRICKY_PY), ("c10/t.h", _TRICKY_C)])
+def test_lexing_only_some_lines_finds_what_the_whole_file_lexer_finds(
+    path: str, source: str
+) -> None:
+    lines = [n for n, text in enumerate(source.split("\n"), 1) if lexer.TAG_RE.search(text)]
+    expected, _ = harvest_reference.tagged_comments(path, source, lines[-1])
+    assert lexer.tagged_comments(path, source)[0] == expected
+    assert len(expected) >= 4
+    # With fewer hits, the comments on the remaining hit lines are the same.
+    data = source.encode()
+    for skip in range(len(lines)):
+        some = [n for i, n in enumerate(lines) if i != skip]
+        got, _ = lexer.comments_on_lines(path, data, lexer.hit_lines(data, some))
+        assert [c for c in expected if c.line in some] == [c for c in got if c.line in some]
 
 
 def test_tree_cache_follows_head_and_changed_files(small_repo: Path, tmp_path: Path) -> None:
@@ -414,6 +441,56 @@ def test_tree_cache_follows_head_and_changed_files(small_repo: Path, tmp_path: P
     committed = _harvest(small_repo, cache=cache)
     assert committed.summary()["cache"] != "tree" and committed.summary()["harvested"] == 11
     assert _harvest(small_repo, searcher="git", cache=cache).scan.searcher == "git grep"
+
+
+def test_an_edit_redoes_only_that_file(small_repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _harvest(small_repo, cache=cache)
+    conv = small_repo / "torch/nn/modules/conv.py"
+    conv.write_text(conv.read_text() + "# TODO: drop the old padding mode\n")
+    edited = _harvest(small_repo, cache=cache)
+    s = edited.summary()
+    assert (s["cache"], s["files_lexed"], s["files_cached"]) == ("files", 1, 10)
+    fresh = _harvest(small_repo, cache=False)
+    assert edited.to_json()["items"] == fresh.to_json()["items"]
+    assert {k: v for k, v in s.items() if not k.startswith("files_") and k != "cache"} == {
+        k: v for k, v in fresh.summary().items() if not k.startswith("files_") and k != "cache"
+    }
+    (small_repo / "torch/_dynamo/utils.py").unlink()  # a file with hits is gone
+    assert (
+        _harvest(small_repo, cache=cache).to_json()["items"]
+        == _harvest(small_repo, cache=False).to_json()["items"]
+    )
+    # A new test file changes "a test file nearby" elsewhere: the whole tree again.
+    (small_repo / "torch/autograd/test_graph.py").write_text("def test_graph():\n    pass\n")
+    again = _harvest(small_repo, cache=cache)
+    assert again.summary()["cache"] == "none"
+    assert any("torch/autograd/test_graph.py" in r.why for i in again.items for r in i.reasons)
+
+
+def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = _harvest(small_repo, cache=cache)
+    (stored,) = cache.glob("tree-*.json")
+    good = json.loads(stored.read_text())
+    row = next(f[6][0] for f in good["files"] if f[6])
+    broken: list[Any] = [
+        "not json {",
+        [1, 2],
+        {**good, "files": [["x.py", "many"]]},
+        {**good, "files": [[*good["files"][0][:6], [["id-only"]]]]},
+        {**good, "changed": {"a.py": "yesterday"}},
+        {**good, "files": [[*good["files"][0][:3], "mine", *good["files"][0][4:]]]},
+        # Valid JSON whose values have the wrong types deep inside (a hand edit,
+        # another format): a line number as text.
+        {**good, "files": [[*good["files"][0][:6], [[row[0], "7", *row[2:]]]]]},
+    ]
+    for garbage in broken:
+        stored.write_text(garbage if isinstance(garbage, str) else json.dumps(garbage))
+        again = _harvest(small_repo, cache=cache)
+        assert again.summary()["cache"] == "none"
+        assert [i.id for i in again.items] == [i.id for i in first.items]
+    assert _harvest(small_repo, cache=cache).summary()["cache"] == "tree"
 
 
 # --------------------------------------------------------------------------
@@ -773,6 +850,31 @@ def _check_against_independent(root: Path, result: hv.HarvestResult) -> None:
     assert all(any(r.why.startswith("Python-only") for r in i.reasons) for i in top)
 
 
+def _reference_items(root: Path) -> set[tuple[str, str, int, int, int, str]]:
+    """Every harvested comment as the whole-file lexer (``harvest_reference``) finds
+    it in the grep's files: (id, path, line, end_line, col, text)."""
+    cands = scan.find_candidates(root)
+    out = set()
+    for path, lines in cands.hits.items():
+        source = (root / path).read_text(encoding="utf-8", errors="replace")
+        if scan.vendored(path) or scan.generated_path(path) or scan.generated_header(source):
+            continue
+        comments, _ = harvest_reference.tagged_comments(path, source, lines[-1])
+        seen: Counter[str] = Counter()
+        for c in comments:
+            occurrence = seen[forms.normalise(c.text)]
+            seen[forms.normalise(c.text)] += 1
+            iid = rank.stable_id(path, c.text, occurrence)
+            out.add((iid, path, c.line, c.end_line, c.col, c.text))
+    return out
+
+
+def _assert_same_items_as_the_whole_file_lexer(root: Path, result: hv.HarvestResult) -> None:
+    mine = {(i.id, i.path, i.line, i.end_line, i.col, i.text) for i in result.scan.items}
+    theirs = _reference_items(root)
+    assert mine == theirs, (sorted(mine - theirs)[:5], sorted(theirs - mine)[:5])
+
+
 def test_wheel_subset_counts_agree_with_an_independent_count(tmp_path: Path) -> None:
     root = _reference_subset(tmp_path / "reference")
     ws_root = _workspace(tmp_path, root, reference=True)
@@ -780,6 +882,7 @@ def test_wheel_subset_counts_agree_with_an_independent_count(tmp_path: Path) -> 
     assert result.scan.target.kind == "reference"
     assert result.summary()["harvested"] > 100
     _check_against_independent(root, result)
+    _assert_same_items_as_the_whole_file_lexer(root, result)
     again = _onboard("harvest", "--json", "--offline", cwd=ws_root)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["summary"]["harvested"] == result.summary()["harvested"]
@@ -798,6 +901,8 @@ def test_whole_wheel_reference_tree(tmp_path: Path) -> None:
     # PYTORCH_FACTS: ~3,300 tagged comments, ~65 in vendored headers.
     assert 2500 < s["harvested"] < 4500 and 30 < s["skipped_vendored"] < 150
     _check_against_independent(root, result)
+    # The same items, ids and joined texts as the whole-file lexer (tokenize) finds.
+    _assert_same_items_as_the_whole_file_lexer(root, result)
     shown = hv.show(result.items[0].id, workspace=str(ws_root))
     assert shown.item.id == result.items[0].id and shown.context
 
@@ -849,3 +954,18 @@ def test_bad_ids_searcher_and_api_url_are_bad_input(tmp_path: Path) -> None:
     )  # fmt: skip
     assert ran.returncode == 2, ran.stderr
     assert "--api-url" in json.loads(ran.stdout)["error"]["message"]
+
+
+def test_a_blame_cache_of_the_wrong_shape_is_asked_again(small_repo: Path, tmp_path: Path) -> None:
+    _git(small_repo, "commit", "-q", "--allow-empty", "-m", "A second commit (blame has history)")
+    cache = tmp_path / "cache"
+    first = _harvest(small_repo, cache=cache, enrich_results=True, api_url="http://127.0.0.1:9")
+    blames = sorted(cache.glob("blame-*.json"))
+    assert blames
+    for path in blames:
+        data = json.loads(path.read_text())
+        data["lines"] = {k: "2025-01-01" for k in data["lines"]}
+        path.write_text(json.dumps(data))
+    again = _harvest(small_repo, cache=cache, enrich_results=True, api_url="http://127.0.0.1:9")
+    assert [i.blame for i in again.items] == [i.blame for i in first.items]
+    assert all(isinstance(i.blame, dict) for i in again.items)

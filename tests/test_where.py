@@ -6,17 +6,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fixtures.pytorch_repo import find_torch_dir
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
     clone_ws_fixture,  # noqa: F401 (a pytest fixture)
     installed_commit,
+    installed_version,
+    make_clone_workspace,
     private_cache_fixture,  # noqa: F401 (a pytest fixture)
     reference_ws_fixture,  # noqa: F401 (a pytest fixture)
     save_workspace,
@@ -330,7 +336,8 @@ def test_a_cache_entry_of_the_wrong_shape_is_rebuilt_silently(
     out, err = capsys.readouterr()
     assert _answer(json.loads(out)) == _answer(before)
     assert "Traceback" not in err and "--refresh" not in err
-    assert any(matches(json.loads(p.read_text()), shapes[prefix]) for p in entries)  # rewritten
+    if prefix != "live-":  # a live answer may come from the whole-table index instead
+        assert any(matches(json.loads(p.read_text()), shapes[prefix]) for p in entries)
 
 
 def _unwritable_cache(tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -407,3 +414,167 @@ def test_where_from_inside_the_checkout_asks_the_installed_torch(
     data = json.loads(capsys.readouterr().out)
     assert data["cache_warm"]["yaml"] is False  # torchgen ran, from a neutral folder
     assert any(r["key"] == "CPU" for r in data["dispatch_table"])
+
+
+# --------------------------------------------------------------------------
+# The live index: every op answered by one child, kept per interpreter and torch
+
+
+def _index_file(cache_root: Path) -> Path | None:
+    found = sorted((cache_root / "onboard" / "opsource").glob("live-index-*.jsonl"))
+    return found[0] if found else None
+
+
+def _wait_for_index(cache_root: Path, timeout: float = 900.0) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = _index_file(cache_root)
+        if found is not None:
+            return found
+        time.sleep(0.5)
+    pytest.fail("the live index was never written")
+
+
+def _fake_index(path: Path, *, mtime_ns: int, rows: dict[str, Any]) -> None:
+    torch_file = find_torch_dir() / "__init__.py"
+    body = b"".join((json.dumps(row) + "\n").encode() for row in rows.values())
+    offsets, at = {}, 0
+    for base, row in rows.items():
+        size = len((json.dumps(row) + "\n").encode())
+        offsets[base] = [at, size]
+        at += size
+    from onboard.workflows.opsource.live_index import FORMAT
+
+    header = {
+        "format": FORMAT,
+        "torch_file": str(torch_file),
+        "torch_mtime_ns": mtime_ns,
+        "torch_version": installed_version(),
+        "git_version": installed_commit(),
+        "offsets": offsets,
+        "names": {"torch.trunc": "trunc"},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes((json.dumps(header) + "\n").encode() + body)
+
+
+def test_live_index_is_read_only_when_it_validates(tmp_path: Path) -> None:
+    from onboard.report import Reporter
+    from onboard.workflows.opsource.live_index import LiveIndex
+
+    request = {"entries": ["torch.trunc"], "ops": ["aten::trunc"], "record": True,
+               "group_overloads": False}  # fmt: skip
+    entry = {"query": "torch.trunc", "name": "torch.trunc", "exists": True}
+    answer = {"torch_version": installed_version(), "entries": [entry], "dumps": {}}
+    mtime = (find_torch_dir() / "__init__.py").stat().st_mtime_ns
+
+    def index() -> LiveIndex:
+        return LiveIndex(sys.executable, "cache-id", Reporter())
+
+    path = index().path
+    _fake_index(path, mtime_ns=mtime, rows={"trunc": {"base": "trunc", "request": request,
+                                                      "answer": answer}})  # fmt: skip
+    good = index()
+    assert good.lookup("trunc", request) == answer and good.entry("torch.trunc") == entry
+    assert good.lookup("mm", request) is None  # not in it: asked live
+    other = {**request, "entries": ["torch.trunc", "torch.Tensor.trunc"]}
+    assert good.lookup("trunc", other) is None  # the yaml changed since: asked live
+
+    # torch changed (its file's mtime), or the file is garbage: never read, never a crash
+    _fake_index(path, mtime_ns=mtime + 1, rows={"trunc": {"base": "trunc", "request": request,
+                                                          "answer": answer}})  # fmt: skip
+    assert index().lookup("trunc", request) is None
+    for garbage in (b"", b"not json\n", b'{"format": 1}\n', b"[1, 2]\n"):
+        path.write_bytes(garbage)
+        assert index().lookup("trunc", request) is None and index().entry("torch.trunc") is None
+    _fake_index(path, mtime_ns=mtime, rows={"trunc": {"base": "mm", "request": request,
+                                                      "answer": "no"}})  # fmt: skip
+    assert index().lookup("trunc", request) is None
+
+
+def _ask_one_child(request: dict[str, Any]) -> dict[str, Any]:
+    """What the per-op child prints for ``request``, asked in an interpreter of its own."""
+    from onboard.workflows.opsource.live_index import _PER_OP_CHILD, MARKER
+
+    code = _PER_OP_CHILD.read_text()
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(request)], capture_output=True, text=True,
+        timeout=600, check=True,
+    ).stdout  # fmt: skip
+    line = next(ln for ln in out.splitlines() if ln.startswith(MARKER))
+    answer: dict[str, Any] = json.loads(line[len(MARKER) :])
+    return answer
+
+
+@pytest.mark.slow
+def test_live_index_answers_as_a_child_asked_about_one_op(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onboard.report import Reporter
+    from onboard.workflows import where as where_mod
+    from onboard.workflows.opsource.live_index import LiveIndex
+
+    cache_root = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_root))
+    ws = tmp_path / "ws"
+    make_clone_workspace(ws)
+    first = Reporter(verbose=True)
+    where("trunc", workspace=str(ws), reporter=first)
+    assert any("indexing every op" in m for m in first.messages)
+    _wait_for_index(cache_root)
+    # Ops never asked are answered from the index: no child.
+    for op in ("aten::mm.out", "abs", "torch.nn.functional.relu6"):
+        reporter = Reporter()
+        where(op, workspace=str(ws), reporter=reporter)
+        assert not any(m.startswith("Asking the installed torch") for m in reporter.messages)
+    # What the index holds is what a child asked about that op alone answers.
+    index = LiveIndex(sys.executable, f"{installed_version()}:{installed_commit()}", Reporter())
+    yaml_functions = [
+        f for f in where_mod.TreeContext.open(str(ws), None, Reporter()).yaml().functions
+    ]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in yaml_functions:
+        groups.setdefault(f["base"], []).append(f)
+    for base in ("mm", "abs", "hardtanh"):
+        request = where_mod._op_request(base, groups[base])
+        assert index.lookup(base, request) == _ask_one_child(request), base
+    mm_out = [f for f in groups["mm"] if f["name"] == "mm.out"]
+    narrow = where_mod._op_request("mm", mm_out)
+    whole = index.lookup("mm", where_mod._op_request("mm", groups["mm"]))
+    assert whole is not None
+    # (a child asked about mm.out alone also dumps the ops its entry points reach: unused)
+    assert where_mod._narrowed(whole, narrow) == where_mod._narrowed(_ask_one_child(narrow), narrow)
+    relu6 = _ask_one_child(
+        {"entries": ["torch.nn.functional.relu6"], "ops": [], "record": True,
+         "group_overloads": True}
+    )  # fmt: skip
+    assert index.entry("torch.nn.functional.relu6") == {
+        **relu6["entries"][0],
+        "query": "torch.nn.functional.relu6",
+    }
+
+
+def test_an_interpreter_without_torch_is_one_paragraph(clone_ws: Path, tmp_path: Path) -> None:
+    from onboard.errors import OnboardError
+    from onboard.report import Reporter
+    from onboard.workflows.opsource.live_index import LiveIndex
+
+    no_torch = tmp_path / "python-without-torch"
+    no_torch.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')  # -S: no site-packages
+    no_torch.chmod(0o755)
+    with pytest.raises(OnboardError, match="could not answer onboard's torch questions") as info:
+        where("trunc", workspace=str(clone_ws), python=str(no_torch))
+    assert "No module named 'torch'" in info.value.message
+    assert "import torch" in (info.value.next_step or "")
+    index = LiveIndex(str(no_torch), f"{installed_version()}:{installed_commit()}", Reporter())
+    assert not index.building.exists() and not index.path.exists()
+
+
+def test_the_index_child_writes_the_format_its_reader_accepts() -> None:
+    import re as _re
+
+    from onboard.workflows.opsource import live_index
+
+    child = Path(live_index.__file__).with_name("_live_index_child.py").read_text()
+    written = _re.search(r"^FORMAT = (\d+)", child, _re.M)
+    assert written is not None and int(written.group(1)) == live_index.FORMAT

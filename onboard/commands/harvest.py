@@ -91,7 +91,9 @@ def _api_options(func: Any) -> Any:
     show_default=True,
     help="Find candidate lines with ripgrep or git grep (auto: ripgrep when installed).",
 )
-@click.option("--no-cache", is_flag=True, help="Lex every file again (ignore the cache).")
+@click.option(
+    "--no-cache", is_flag=True, help="Search and lex the whole tree again (ignore the cache)."
+)
 @_api_options
 @common_options
 @click.pass_context

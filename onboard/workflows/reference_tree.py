@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,9 +173,13 @@ def fast_import_stream(
     *,
     ref: str = BRANCH,
     parent: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> bytes:
     """One ``git fast-import`` stream: every blob inline, then one commit on
-    ``ref`` (a child of ``parent`` holding exactly this tree, when given)."""
+    ``ref`` (a child of ``parent`` holding exactly this tree, when given).
+
+    ``progress(files read, files)`` is called as the wheel's files are read.
+    """
     chunks: list[bytes] = []
     msg = message.encode()
     chunks.append(
@@ -189,7 +193,10 @@ def fast_import_stream(
     if parent:
         # The new tree replaces the parent's whole: files the new wheel dropped go.
         chunks.append(f"from {parent}\ndeleteall\n".encode())
-    for dest in sorted({*tree.files, *extra}):
+    names = sorted({*tree.files, *extra})
+    for n, dest in enumerate(names, 1):
+        if progress is not None and (n % 500 == 0 or n == len(names)):
+            progress(n, len(names))
         if dest in extra:
             data = extra[dest]
             mode = "100644"
@@ -229,11 +236,21 @@ def _quote(path: str) -> str:
 
 
 def build(
-    dest: Path, tree: TreePlan, *, torch_version: str, commit: str | None, version_txt: str
+    dest: Path,
+    tree: TreePlan,
+    *,
+    torch_version: str,
+    commit: str | None,
+    version_txt: str,
+    progress: Callable[[int, int], None] | None = None,
 ) -> str:
-    """Create the git-tracked reference tree at ``dest``; returns its commit sha."""
+    """Create the git-tracked reference tree at ``dest``; returns its commit sha.
+
+    ``progress(files read, files)`` while the wheel's files are read.
+    """
     message = commit_message(torch_version, commit, tree)
-    stream = fast_import_stream(tree, message, {"version.txt": (version_txt + "\n").encode()})
+    extra = {"version.txt": (version_txt + "\n").encode()}
+    stream = fast_import_stream(tree, message, extra, progress=progress)
     git.init_repo(dest)
     git.fast_import(dest, stream)
     git.checkout_branch(dest, BRANCH.removeprefix("refs/heads/"))

@@ -595,13 +595,16 @@ class _Plan:
         files = len(tree.files) + 1
         self.reporter.step(f"building the reference tree from the wheel ({files} files)")
         installed = torchenv.classify(wheel.version, wheel.git_version)
-        with self.reporter.task("writing the reference tree with git fast-import", total=None):
+        with self.reporter.task(
+            "copying the wheel's files into git", total=len(tree.files)
+        ) as task:
             head = reference_tree.build(
                 repo,
                 tree,
                 torch_version=wheel.version,
                 commit=installed.sha,
                 version_txt=wheel.version.split("+", 1)[0],
+                progress=lambda n, total: task.update(completed=n, total=total),
             )
         torch = self.env.torch
         assert torch is not None

@@ -12,6 +12,7 @@ is given as ``path:line`` in the checkout and as a GitHub link at the commit.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
@@ -26,6 +27,7 @@ from onboard.workflows.opsource.anatomy import (
     YamlEntry,
 )
 from onboard.workflows.opsource.context import TreeContext
+from onboard.workflows.opsource.live_index import LiveIndex
 from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS
 from onboard.workflows.opsource.paths import SourceLoc
 
@@ -98,6 +100,58 @@ def _entry_candidates(base: str, functions: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _op_request(base: str, functions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The live question about an op: its Python entry points and its overloads."""
+    return {
+        "entries": _entry_candidates(base, functions),
+        "ops": [f"aten::{f['name']}" for f in functions],
+        "record": True,
+        "group_overloads": False,
+    }
+
+
+def _every_request(yaml: Any) -> dict[str, dict[str, Any]]:
+    """The question about every op of the yaml (for the live index), by base name."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in yaml.functions:
+        groups.setdefault(f["base"], []).append(f)
+    return {base: _op_request(base, functions) for base, functions in groups.items()}
+
+
+def _narrowed(answer: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """An op's whole answer cut to a question about some of its overloads (``mm.out``):
+    the entry points and dumps that question names, in its order."""
+    by_query = {e.get("query"): e for e in answer["entries"] if isinstance(e, dict)}
+    return {
+        **answer,
+        "entries": [by_query[q] for q in request["entries"] if q in by_query],
+        "dumps": {op: answer["dumps"][op] for op in request["ops"] if op in answer["dumps"]},
+        "python_kernels": {
+            op: kernels
+            for op, kernels in (answer.get("python_kernels") or {}).items()
+            if op in request["ops"]
+        },
+    }
+
+
+def _python_from_index(index: LiveIndex, yaml: Any, name: str) -> dict[str, Any] | None:
+    """The answer about a Python entry point, from the index: its entry, and the dumps of
+    the op it reaches; None when the index does not hold both."""
+    full = _ALIASES.get(name.split(".", 1)[0])
+    entry = index.entry(f"{full}.{name.split('.', 1)[1]}" if full else name)
+    if entry is None or not entry.get("top_ops"):
+        return None
+    op_base = _base_of(yaml, str(entry["top_ops"][0]).split("::", 1)[-1])
+    stored = index.lookup(op_base, _op_request(op_base, yaml.group(op_base)))
+    if stored is None:
+        return None
+    return {**stored, "entries": [entry]}
+
+
+# The short names the live child resolves (_live_child.py: _ALIASES).
+_ALIASES = {"F": "torch.nn.functional", "Tensor": "torch.Tensor", "nn": "torch.nn"}
+
+
 def _select(
     functions: list[dict[str, Any]], overload: str | None, name: str
 ) -> list[dict[str, Any]]:
@@ -140,20 +194,50 @@ def where(
     reporter = reporter or Reporter()
     kind, name, overload = parse_query(query)
     ctx = TreeContext.open(workspace, python, reporter, refresh=refresh)
-    ws = ctx.ws
-    yaml = ctx.yaml()
+    index = LiveIndex(ctx.python, ctx.cache_id, reporter, refresh=refresh)
+    index.prepare()  # torch imports in a child while the yaml is read
+    try:
+        return _where(query, kind, name, overload, ctx, index, generated, refresh, reporter)
+    finally:
+        index.stop()  # a child started for nothing (an unknown op)
 
-    if kind == "python":
-        answer = live.ask(
+
+def _where(
+    query: str,
+    kind: str,
+    name: str,
+    overload: str | None,
+    ctx: TreeContext,
+    index: LiveIndex,
+    generated: bool,
+    refresh: bool,
+    reporter: Reporter,
+) -> WhereResult:
+    ws = ctx.ws
+    # Three slow first-time steps at once: torchgen reads the yaml in one child, torch
+    # imports in another (index.prepare), and the kernel index is built here.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        reading = pool.submit(ctx.yaml)
+        try:
+            ctx.kernels()
+        finally:
+            yaml = reading.result()
+
+    def ask(request: dict[str, Any]) -> dict[str, Any]:
+        return live.ask(
             ctx.python,
-            entries=[name],
-            ops=[],
-            record=True,
-            group_overloads=True,
+            request,
             cache_id=ctx.cache_id,
+            index=index,
+            every=lambda: _every_request(yaml),
             reporter=reporter,
             refresh=refresh,
         )
+
+    if kind == "python":
+        answer = None if refresh else _python_from_index(index, yaml, name)
+        if answer is None:
+            answer = ask({"entries": [name], "ops": [], "record": True, "group_overloads": True})
         entry = answer["entries"][0]
         if not entry["exists"]:
             raise BadInput(
@@ -192,15 +276,10 @@ def where(
                 else "Check the name against the yaml (`grep -n 'func: NAME' "
                 f"{NATIVE_FUNCTIONS}`) or give a Python name such as `torch.trunc`.",
             )
-        entries_answer = live.ask(
-            ctx.python,
-            entries=_entry_candidates(op_base, functions),
-            ops=[f"aten::{f['name']}" for f in functions],
-            record=True,
-            cache_id=ctx.cache_id,
-            reporter=reporter,
-            refresh=refresh,
-        )
+        request = _op_request(op_base, functions)
+        whole = _op_request(op_base, yaml.group(op_base))
+        stored = None if refresh else index.lookup(op_base, whole)
+        entries_answer = _narrowed(stored, request) if stored is not None else ask(request)
         extra_entries = []
 
     if generated:

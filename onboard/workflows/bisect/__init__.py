@@ -228,10 +228,11 @@ def run_bisect(
     # user's own project: it is checked once its release tags are known to be there.
     from_cwd = wheels and not repo and ws is None
     original: Original | None = check_startable(repo_root) if repo_root and not from_cwd else None
+    candidates: int | None = None
     if repo_root is not None and not wheels:
         old_sha = _resolve_rev(repo_root, good, "--good")
         new_sha = _resolve_rev(repo_root, bad, "--bad")
-        _check_bounds(repo_root, good, bad, old_sha, new_sha, first_parent)
+        candidates = _check_bounds(repo_root, good, bad, old_sha, new_sha, first_parent)
 
     result = BisectResult(
         repro=str(repro_path),
@@ -285,7 +286,7 @@ def run_bisect(
                 original = check_startable(repo_root)
             old_sha = _resolve_rev(repo_root, old_ref, "--good")
             new_sha = _resolve_rev(repo_root, new_ref, "--bad")
-            _check_bounds(repo_root, old_ref, new_ref, old_sha, new_sha, first_parent)
+            candidates = _check_bounds(repo_root, old_ref, new_ref, old_sha, new_sha, first_parent)
         assert repo_root is not None and original is not None
         result.commits = _commit_level(
             repo_root,
@@ -302,6 +303,7 @@ def run_bisect(
             old_sha,
             new_sha,
             gpu_why,
+            candidates,
         )
         return result
     finally:
@@ -316,18 +318,21 @@ def _public(version: str | None) -> str:
 
 def _check_bounds(
     repo: Path, old_ref: str, new_ref: str, old: str, new: str, first_parent: bool
-) -> None:
+) -> int:
+    """The number of commits to bisect between the bounds (refused when there are none)."""
     if old == new:
         raise BadInput(
             f"--good {old_ref} and --bad {new_ref} are the same commit ({old[:10]}).",
             next_step="Pass an older --good (a release tag or a commit where the repro passes).",
         )
-    if git.count_range(repo, old, new, first_parent=first_parent) == 0:
+    count = git.count_range(repo, old, new, first_parent=first_parent)
+    if count == 0:
         raise BadInput(
             f"--bad {new_ref} has no commit that --good {old_ref} lacks: --good must be older.",
             next_step="Swap them; to find the commit that fixed something, keep --good as the "
             "older commit and add --term-old broken --term-new fixed.",
         )
+    return count
 
 
 def _wheel_level(
@@ -374,6 +379,7 @@ def _commit_level(
     old: str,
     new: str,
     gpu_why: str,
+    candidates: int | None,
 ) -> CommitBisect:
     run_stamp = stamp()
     log_path = _log_path(repo, ws, run_stamp)
@@ -408,7 +414,7 @@ def _commit_level(
         bisector = CommitBisector(
             repo, runner, builder, reporter, guard, repeat, first_parent, terms, gpu_why
         )
-        result = bisector.run(old_ref, new_ref, old, new, original)
+        result = bisector.run(old_ref, new_ref, old, new, original, candidates)
     result.log = guard.saved_log
     result.restored_to = original.describe()
     return result

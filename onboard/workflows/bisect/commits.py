@@ -50,6 +50,8 @@ _BLOCKED = re.compile(
     r"untracked working tree files would be overwritten by checkout:\n(?P<files>(?:\s+\S.*\n?)+)"
 )
 _SHA_LINE = re.compile(r"^([0-9a-f]{40})$", re.M)
+# git checkout's refusal (unpack-trees.c) when a local change would be lost.
+_LOCAL_CHANGES = "would be overwritten by checkout"
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class CommitBisector:
                     shutil.rmtree(old, ignore_errors=True)
         return root / sha[:16]
 
-    def _clean_after_run(self) -> None:
+    def _clean(self) -> None:
         # A repro or a build that edits tracked files would carry the edit
         # into the next commit (or block its checkout): undo it. The tree was
         # clean when we started, so these changes are never the user's.
@@ -142,17 +144,43 @@ class CommitBisector:
         if not ready:
             return Step(sha, label, phase, "skip", None, why, build)
         verdict = self.runner.verdict(self._env(sha), self.repeat, self._pycache(sha))
-        self._clean_after_run()
+        if build is not None or phase == PREFLIGHT:
+            # A build may rewrite tracked files; the bounds are checked out by onboard,
+            # not by git bisect. While stepping, a repro's edit is undone when git bisect
+            # refuses to check out over it (see _mark): no status round per step.
+            self._clean()
         reason = verdict.reason if verdict.value == SKIP or verdict.flaky else ""
         return Step(sha, label, phase, self.terms.mark(verdict.value), verdict, reason, build)
+
+    def _mark(self, term: str) -> str:
+        """``git bisect TERM`` and its answer; an edit the repro made to a tracked file that
+        the next checkout would overwrite is undone, and the mark made again."""
+        with self.guard.critical():
+            answer = git.bisect_mark(self.repo, term)
+            if not answer.ok and _LOCAL_CHANGES in answer.stderr:
+                self.reporter.detail(
+                    "undoing changes the repro made to tracked files: "
+                    + ", ".join(git.status_porcelain(self.repo, untracked=False))
+                )
+                git.reset_hard(self.repo)
+                answer = git.bisect_mark(self.repo, term)
+        return self._answer_text(answer)
 
     # -- the whole run ----------------------------------------------------
 
     def run(
-        self, old_ref: str, new_ref: str, old: str, new: str, original: Original
+        self,
+        old_ref: str,
+        new_ref: str,
+        old: str,
+        new: str,
+        original: Original,
+        candidates: int | None = None,
     ) -> CommitBisect:
+        """``candidates``: the count of commits in old..new, when the caller has it."""
         t = self.terms
-        candidates = git.count_range(self.repo, old, new, first_parent=self.first_parent)
+        if candidates is None:
+            candidates = git.count_range(self.repo, old, new, first_parent=self.first_parent)
         expected = estimate_steps(candidates)
         result = CommitBisect(
             repo=self.repo,
@@ -199,9 +227,10 @@ class CommitBisector:
         """Test both bounds; on success mark them in git and return git's answer."""
         t = self.terms
         verdicts: dict[str, Verdict] = {}
+        subjects = git.log_subjects(self.repo, ["--no-walk=unsorted", old, new])
         for role, ref, sha in (("old", old_ref, old), ("new", new_ref, new)):
             flag = "--good" if role == "old" else "--bad"
-            label = git.subject_of(self.repo, sha)
+            label = subjects[0 if role == "old" else 1] if len(subjects) == 2 else ""
             self.reporter.step(f"pre-flight: testing {flag} {_short(ref)} ({sha[:10]})")
             with self.guard.critical():
                 git.checkout_quiet(self.repo, sha, detach=True)
@@ -354,8 +383,7 @@ class CommitBisector:
                 f"  {sha[:10]} is {step.mark}: {detail}"
                 + (f" ({step.reason})" if step.reason and step.verdict else "")
             )
-            with self.guard.critical():
-                answer = self._answer_text(git.bisect_mark(self.repo, step.mark))
+            answer = self._mark(step.mark)
 
     def _info(self, sha: str) -> CommitInfo:
         return commit_info(self.repo, sha, github_base(self.repo))

@@ -66,13 +66,13 @@ def check_startable(repo: Path) -> Original:
             "commits, which would carry or clash with them.",
             next_step=f"Commit or stash them (`git -C {repo} stash`), then run the bisect again.",
         )
-    head = git.head_sha(repo)
+    head, branch = git.head_state(repo)
     if head is None:
         raise OnboardError(
             f"{repo} has no commits to bisect.",
             next_step="Pass --repo with your PyTorch checkout.",
         )
-    return Original(head=head, branch=git.current_branch(repo))
+    return Original(head=head, branch=branch)
 
 
 @dataclass
@@ -149,13 +149,15 @@ class RepoGuard:
                 result = git.bisect_reset(repo, o.ref)
                 if not result.ok:
                     return f"`git bisect reset {o.ref}` failed in {repo}: {result.stderr.strip()}"
-            if git.head_sha(repo) != o.head or git.current_branch(repo) != o.branch:
+            state: tuple[str | None, str | None] | None = git.head_state(repo)
+            if state != (o.head, o.branch):
                 git.checkout_quiet(repo, o.ref, detach=o.branch is None)
+                state = None
             if self.resync_submodules is not None and self.resync_submodules():
                 git.submodule_sync(repo)
+            head, branch = state or git.head_state(repo)
         except OnboardError as exc:
             return f"Could not restore {repo} to {o.describe()}: {exc.message}"
-        head, branch = git.head_sha(repo), git.current_branch(repo)
         if head != o.head or branch != o.branch:
             return f"{repo} is at {head} ({branch or 'detached'}), not at {o.describe()}."
         return ""

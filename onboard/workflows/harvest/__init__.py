@@ -1,339 +1,54 @@
 """`onboard harvest`: the tree's TODO/FIXME/XXX/HACK comments as ranked first tasks.
 
-The flow: grep for candidate lines (ripgrep, else git grep) -> lex only the
-files with hits to keep real comments (``lexer``) -> skip vendored and
-generated code, counting what was skipped -> parse the form of each comment
-(``forms``) -> score it with reasons (``rank``) -> filter -> enrich what is
+The flow: find the tree (``target``) -> every tagged comment, ranked
+(``collect``: grep, lex, skip vendored and generated code, parse each
+comment's form, score it; cached per tree state) -> filter -> enrich what is
 shown (blame, linked issues; ``enrich``) -> a result with a rich table, JSON
 and Markdown.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
-import hashlib
 import time
 from collections import Counter
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import workspace as ws_mod
-from onboard.cache import Row, read_valid
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
-from onboard.workflows.harvest import enrich, forms, rank, scan
-from onboard.workflows.harvest.rank import Item
-from onboard.workflows.harvest.tags import TAGS, language
+from onboard.workflows.harvest.state import start_tree_state
+from onboard.workflows.harvest.tags import TAGS
+from onboard.workflows.harvest.target import Target, resolve_target
 
+# The rest of harvest is imported where it is used: a warm run starts `git status`
+# first and imports it meanwhile.
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from onboard.workflows.harvest.collect import Scan
+    from onboard.workflows.harvest.rank import Item
 
 DEFAULT_LIMIT = 20
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_GITHUB_REPO = "pytorch/pytorch"
 CONTEXT_LINES = 6
 
-__all__ = ["HarvestResult", "Item", "ShowResult", "harvest", "show"]
+__all__ = ["HarvestResult", "Item", "Scan", "ShowResult", "Target", "harvest", "show"]
 
 
-# --------------------------------------------------------------------------
-# Where to harvest
+def __getattr__(name: str) -> Any:
+    if name == "Item":
+        from onboard.workflows.harvest.rank import Item
 
+        return Item
+    if name == "Scan":
+        from onboard.workflows.harvest.collect import Scan
 
-@dataclass(frozen=True)
-class Target:
-    root: Path
-    ws: ws_mod.Workspace | None  # the workspace whose checkout this is, if any
-    kind: str  # "reference" / "clone" / "checkout" (a repo not made by onboard)
-
-    def url(self, path: str, line: int | None = None) -> str | None:
-        return self.ws.github_url(path, line) if self.ws is not None else None
-
-
-def resolve_target(workspace: str | None, repo: str | None) -> Target:
-    """``--repo PATH``, else the workspace checkout, else the git repo around cwd."""
-    if repo:
-        root = Path(repo).expanduser().resolve()
-        if not root.is_dir():
-            raise BadInput(
-                f"--repo {repo}: no such folder.",
-                next_step="Pass the path of a PyTorch checkout (or the checkout inside an "
-                "onboard workspace).",
-            )
-        ws = _workspace_quietly(workspace)
-        if ws is not None and ws.checkout_path.resolve() != root:
-            ws = None
-        return Target(root, ws, _kind(ws))
-    ws = ws_mod.find(workspace)
-    if ws is not None:
-        root = ws.checkout_path
-        if not root.is_dir():
-            raise OnboardError(
-                f"The workspace {ws.root} has no checkout at {root}.",
-                next_step=f"Run `onboard setup {ws.root} --from-wheel` (offline) to rebuild it.",
-            )
-        return Target(root.resolve(), ws, _kind(ws))
-    from onboard import git
-
-    try:
-        root = git.get_root(Path.cwd())
-    except OnboardError:
-        raise OnboardError(
-            f"No onboard workspace and no git repository around {Path.cwd()}: nothing to harvest.",
-            next_step="Run `onboard setup DIR --from-wheel` (offline, seconds) and run "
-            "`onboard harvest` inside DIR, or pass --repo PATH of a PyTorch checkout.",
-        ) from None
-    return Target(root.resolve(), None, "checkout")
-
-
-def _workspace_quietly(explicit: str | None) -> ws_mod.Workspace | None:
-    try:
-        return ws_mod.find(explicit)
-    except OnboardError:
-        return None
-
-
-def _kind(ws: ws_mod.Workspace | None) -> str:
-    if ws is None:
-        return "checkout"
-    return "reference" if ws.is_reference else "clone"
-
-
-# --------------------------------------------------------------------------
-# The scan, shared by `harvest` and `harvest show`
-
-
-@dataclass
-class Scan:
-    target: Target
-    searcher: str
-    items: list[Item]  # every harvested comment, ranked
-    candidate_lines: int
-    files_with_hits: int
-    non_comment_hits: int
-    skipped_vendored: int
-    skipped_generated: int
-    skipped_vendored_files: int
-    skipped_generated_files: int
-    fallback_files: list[str]
-    files_lexed: int
-    files_cached: int
-    seconds: dict[str, float]
-    cache: str = "none"  # "tree" (whole result, same commit and changes), "files", "none"
-
-
-def _scan(target: Target, *, searcher: str, cache: Path | None, reporter: Reporter) -> Scan:
-    """Every harvested comment of the tree, ranked.
-
-    With a cache, the whole result is kept per tree state: the HEAD commit
-    plus the size and mtime of every changed or untracked file (`git status`,
-    which reads git's own stat cache). While that holds, nothing is grepped
-    or lexed again; otherwise the grep runs and only files whose size or
-    mtime changed are lexed again.
-    """
-    t0 = time.monotonic()
-    key = None
-    if cache is not None and searcher == "auto":  # an explicit --searcher means: run that one
-        # `git status` runs in its own process while the stored result is read.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            status = pool.submit(_tree_key, target.root)
-            data = read_valid(_scan_file(target, cache), TREE_SHAPE)
-            key = status.result()
-        stored = _scan_from(target, data) if key is not None and data.get("key") == key else None
-        if stored is not None:
-            stored.seconds = {"tree_cache": round(time.monotonic() - t0, 3)}
-            return stored
-    reporter.step(f"searching {target.root} for TODO/FIXME/XXX/HACK")
-    # The grep runs in its own process; read the cache and index the tests meanwhile.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        grep = pool.submit(scan.find_candidates, target.root, searcher=searcher)
-        cached = scan.load_cache(target.root, cache)
-        tests = rank.NearbyTests(target.root)
-        cands = grep.result()
-    reporter.detail(f"{cands.searcher}: {cands.line_count} lines in {len(cands.hits)} files")
-    uncached = sum(1 for p in cands.hits if p not in cached)
-    with reporter.task("checking which hits are real comments", total=uncached) as task:
-
-        def progress(n: int, total: int, path: str) -> None:
-            task.update(completed=n, total=total, detail=path[-60:])
-
-        files, stats = scan.lex_files(
-            target.root, cands.hits, cache=cache, progress=progress, cached=cached
-        )
-    t_lex = time.monotonic()
-    items: list[Item] = []
-    vendored = generated = vendored_files = generated_files = non_comment = 0
-    for fc in files:
-        comments = fc.comments
-        if scan.vendored(fc.path):
-            vendored += len(comments)
-            vendored_files += 1
-            continue
-        if fc.generated or scan.generated_path(fc.path):
-            generated += len(comments)
-            generated_files += 1
-            continue
-        covered: set[int] = set()
-        for c in comments:
-            covered.update(range(c.line, c.end_line + 1))
-        non_comment += sum(1 for ln in cands.hits.get(fc.path, ()) if ln not in covered)
-        seen: Counter[str] = Counter()
-        lang = language(fc.path) or "c++"
-        module = rank.module_of(fc.path)
-        for c in comments:
-            norm = forms.normalise(c.text)
-            occurrence = seen[norm]
-            seen[norm] += 1
-            item = Item(
-                id=rank.stable_id(fc.path, c.text, occurrence),
-                path=fc.path,
-                line=c.line,
-                end_line=c.end_line,
-                col=c.col,
-                language=lang,
-                module=module,
-                text=c.text,
-                form=forms.parse(c.text),
-            )
-            rank.score(item, tests)
-            items.append(item)
-    items.sort(key=rank.sort_key)
-    t_rank = time.monotonic()
-    result = Scan(
-        target=target,
-        searcher=cands.searcher,
-        items=items,
-        candidate_lines=cands.line_count,
-        files_with_hits=len(cands.hits),
-        non_comment_hits=non_comment,
-        skipped_vendored=vendored,
-        skipped_generated=generated,
-        skipped_vendored_files=vendored_files,
-        skipped_generated_files=generated_files,
-        fallback_files=stats.fallback_files,
-        files_lexed=stats.files_lexed,
-        files_cached=stats.files_cached,
-        seconds={
-            "grep": round(cands.seconds, 3),
-            "lex": round(t_lex - t0 - cands.seconds, 3),
-            "rank": round(t_rank - t_lex, 3),
-        },
-        cache="files" if stats.files_cached else "none",
-    )
-    if key is not None and cache is not None:
-        _save_scan(result, cache, key)
-    for item in items:
-        item.url = target.url(item.path, item.line)
-    return result
-
-
-# The whole-result cache. Bump when lexing, parsing or scoring changes.
-SCAN_VERSION = 1
-
-
-def _tree_key(root: Path) -> str | None:
-    """HEAD + the state of every changed file, or None outside a git work tree top."""
-    if not (root / ".git").exists():
-        return None
-    from onboard import git
-
-    try:
-        status = git.status_v2(root)
-    except OnboardError:
-        return None
-    if status is None or status[0] is None:
-        return None
-    head, changed = status
-    parts: list[str] = [f"v{SCAN_VERSION}", str(head)]
-    for rel in sorted(changed):
-        try:
-            st = (root / rel).stat()
-            parts.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
-        except OSError:
-            parts.append(f"{rel}:gone")
-    return hashlib.sha1("\0".join(parts).encode()).hexdigest()
-
-
-def _scan_file(target: Target, cache: Path) -> Path:
-    return cache / f"tree-{hashlib.sha1(str(target.root).encode()).hexdigest()[:16]}.json"
-
-
-def _save_scan(result: Scan, cache: Path, key: str) -> None:
-    data = {
-        "key": key,
-        "searcher": result.searcher,
-        "counts": [
-            result.candidate_lines, result.files_with_hits, result.non_comment_hits,
-            result.skipped_vendored, result.skipped_generated, result.skipped_vendored_files,
-            result.skipped_generated_files,
-        ],
-        "fallback_files": result.fallback_files,
-        "items": [
-            [
-                i.id, i.path, i.line, i.end_line, i.col, i.language, i.module, i.text,
-                list(dataclasses.astuple(i.form)), [[r.points, r.why] for r in i.reasons],
-                i.test_file,
-            ]
-            for i in result.items
-        ],
-    }  # fmt: skip
-    scan.write_json(_scan_file(result.target, cache), data)
-
-
-# What _save_scan writes; a file of another shape is a miss (scanned again).
-_FORM = Row(str, str, [str], [int], [int], [str], [str], str)
-TREE_SHAPE = {
-    "key": str,
-    "searcher": str,
-    "counts": Row(int, int, int, int, int, int, int),
-    "fallback_files": [str],
-    "items": [Row(str, str, int, int, int, str, str, str, _FORM, [Row(int, str)], (str, None))],
-}
-
-
-def _scan_from(target: Target, data: dict[str, Any]) -> Scan | None:
-    shared: dict[tuple[int, str], rank.Reason] = {}
-    try:
-        items = []
-        for row in data["items"]:
-            (iid, path, line, end, col, lang, module, text, form, reasons, test_file) = row
-            f = forms.Form(
-                form[0], form[1], tuple(form[2]), tuple(form[3]), tuple(form[4]),
-                tuple(form[5]), tuple(form[6]), form[7],
-            )  # fmt: skip
-            item = Item(iid, path, line, end, col, lang, module, text, f)
-            # Most reasons repeat word for word: share one (frozen) object each.
-            item.reasons = [
-                shared.get((p, w)) or shared.setdefault((p, w), rank.Reason(p, w))
-                for p, w in reasons
-            ]
-            item.test_file = test_file
-            item.url = target.url(path, line)
-            items.append(item)
-        c = [int(x) for x in data["counts"]]
-        return Scan(
-            target=target,
-            searcher=str(data["searcher"]),
-            items=items,
-            candidate_lines=c[0],
-            files_with_hits=c[1],
-            non_comment_hits=c[2],
-            skipped_vendored=c[3],
-            skipped_generated=c[4],
-            skipped_vendored_files=c[5],
-            skipped_generated_files=c[6],
-            fallback_files=list(data["fallback_files"]),
-            files_lexed=0,
-            files_cached=0,
-            seconds={},
-            cache="tree",
-        )
-    except (KeyError, TypeError, ValueError, IndexError):
-        return None
+        return Scan
+    raise AttributeError(name)
 
 
 # --------------------------------------------------------------------------
@@ -378,7 +93,7 @@ class HarvestResult:
             "candidate_lines": s.candidate_lines,
             "files_with_hits": s.files_with_hits,
             "non_comment_hits": s.non_comment_hits,
-            "tokenize_fallback_files": s.fallback_files,
+            "unterminated_string_files": s.unterminated_files,
             "files_lexed": s.files_lexed,
             "files_cached": s.files_cached,
             "cache": s.cache,
@@ -520,6 +235,8 @@ def _filter(
                 return True
         return False
 
+    from onboard.workflows.harvest import rank
+
     out = []
     for item in items:
         if python_only and not item.python_only:
@@ -571,10 +288,14 @@ def harvest(
                 next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
             )
     cache_dir = _cache_dir(cache)
-    s = _scan(target, searcher=searcher, cache=cache_dir, reporter=reporter)
+    status = start_tree_state(target.root) if cache_dir is not None and searcher == "auto" else None
+    from onboard.workflows.harvest import enrich, rank
+    from onboard.workflows.harvest.collect import gather
+
+    s = gather(target, searcher=searcher, cache=cache_dir, reporter=reporter, status=status)
     matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
     notes: list[str] = []
-    token = _token(api_url) if (enrich_results or issues) else None
+    token = _token_once(api_url)
     github_problem: str | None = None
     github_skipped: list[str] = []
     if enrich_results:
@@ -598,6 +319,8 @@ def harvest(
                 f"{lookup.unchecked} linked issue(s) ranked without state and labels"
             )
     shown = matched if limit == 0 else matched[:limit]
+    for item in shown:
+        item.url = target.url(item.path, item.line)
     if enrich_results and shown:
         hist = enrich.history(target.root, is_reference=target.kind == "reference")
         if hist.note:
@@ -605,11 +328,11 @@ def harvest(
         enrich.blame(target.root, shown, hist, cache_dir)
     found_issues: list[dict[str, Any]] | None = None
     if issues:
-        if github_problem and not token:
+        if github_problem and not token():
             found_issues = []
         else:
             found_issues, problem = enrich.newcomer_issues(
-                token=token, api_url=api_url, repo=github_repo, limit=limit or 50
+                token=token(), api_url=api_url, repo=github_repo, limit=limit or 50
             )
             github_problem = github_problem or problem
         if github_problem and not found_issues:
@@ -629,10 +352,24 @@ def harvest(
 
 def _cache_dir(cache: Path | None | bool) -> Path | None:
     if cache is True:
-        return scan.cache_dir()
+        from onboard.cache import cache_dir
+
+        return cache_dir("harvest")
     if cache is False or cache is None:
         return None
     return Path(cache)
+
+
+def _token_once(api_url: str) -> Callable[[], str | None]:
+    """The token, looked up on first use only (most runs need none: cached issues)."""
+    found: list[str | None] = []
+
+    def token() -> str | None:
+        if not found:
+            found.append(_token(api_url))
+        return found[0]
+
+    return token
 
 
 def _token(api_url: str) -> str | None:
@@ -732,7 +469,10 @@ def show(
         )
     target = resolve_target(workspace, repo)
     cache_dir = _cache_dir(cache)
-    s = _scan(target, searcher=searcher, cache=cache_dir, reporter=reporter)
+    from onboard.workflows.harvest import enrich, rank
+    from onboard.workflows.harvest.collect import gather
+
+    s = gather(target, searcher=searcher, cache=cache_dir, reporter=reporter)
     found = [i for i in s.items if i.id.startswith(want)]
     if not found:
         raise OnboardError(
@@ -748,6 +488,7 @@ def show(
             next_step="Give more characters of the id.",
         )
     item = found[0]
+    item.url = target.url(item.path, item.line)
     source = (target.root / item.path).read_text(encoding="utf-8", errors="replace").splitlines()
     start = max(1, item.line - CONTEXT_LINES)
     end = min(len(source), item.end_line + CONTEXT_LINES)
@@ -775,9 +516,8 @@ def show(
                     item.blame = blame_rows[0]
             except OnboardError as exc:
                 notes.append(f"blame: {exc.message}")
-        token = _token(api_url)
         lookup = enrich.linked_issues(
-            [item], token=token, api_url=api_url, repo=github_repo, cache=cache_dir
+            [item], token=_token_once(api_url), api_url=api_url, repo=github_repo, cache=cache_dir
         )
         numbers = (*item.form.issues, *item.form.pulls)
         item.linked = [lookup.fetched[n] for n in numbers if n in lookup.fetched]

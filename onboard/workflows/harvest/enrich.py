@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,13 +221,16 @@ class IssueLookup:
 def linked_issues(
     items: list[Item],
     *,
-    token: str | None,
+    token: Callable[[], str | None],
     api_url: str,
     repo: str,
     cache: Path | None,
     now: float | None = None,
 ) -> IssueLookup:
-    """State and labels of the issues the items link (cached a day per issue)."""
+    """State and labels of the issues the items link (cached a day per issue).
+
+    ``token()`` is asked only when an issue is not in the cache.
+    """
     wanted: list[int] = []
     for item in items:
         for number in (*item.form.issues, *item.form.pulls):
@@ -248,7 +251,8 @@ def linked_issues(
             missing.append(number)
     if not missing:
         return IssueLookup(fetched, 0, None, 0)
-    if not token:
+    value = token()
+    if not value:
         return IssueLookup(fetched, len(missing), NO_TOKEN, 0)
     from onboard.github import GitHub, GitHubUnavailable
 
@@ -256,7 +260,7 @@ def linked_issues(
     problem = None
     asked = missing[:MAX_ISSUE_LOOKUPS]
     try:
-        client = GitHub(token, api_url=api_url, repo=repo)
+        client = GitHub(value, api_url=api_url, repo=repo)
         for number in asked:
             calls += 1
             try:

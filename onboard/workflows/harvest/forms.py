@@ -9,7 +9,7 @@ and some Meta-internal task ids (``T123456``), whose context is not public.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from onboard.workflows.harvest.tags import TAG_RE
 
@@ -29,8 +29,9 @@ FUTURE_PR = "future PR"
 INTERNAL = "internal"
 
 
-@dataclass(frozen=True)
-class Form:
+class Form(NamedTuple):
+    """A comment's parsed form (a tuple: thousands are rebuilt from the cache per run)."""
+
     tag: str
     kind: str  # bare / owner / issue / future PR / internal
     owners: tuple[str, ...]

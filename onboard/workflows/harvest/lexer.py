@@ -1,31 +1,41 @@
 """Real comments only: find the tagged comments of one source file.
 
 A grep hit on ``TODO`` may sit in a string (``"TODO"`` in a test, an error
-message, a docstring); only comments count. Python goes through the standard
-``tokenize`` module (the interpreter's own view of what a comment is). C, C++,
-CUDA and Objective-C++ go through a small comment lexer that knows string
-literals, char literals, C++11 raw strings (``R"delim(...)delim"``, used for
-the schema strings in ``torch/csrc`` and for inline kernels) and C++14 digit
-separators (``1'000``), so that none of them hides or fakes a comment.
+message, a docstring); only comments count. One small lexer per language
+knows what hides or fakes a comment: for Python, strings with every prefix,
+triple-quoted strings and backslash continuations; for C, C++, CUDA and
+Objective-C++, string and char literals, C++11 raw strings
+(``R"delim(...)delim"``, used for the schema strings in ``torch/csrc`` and
+for inline kernels), C++14 digit separators (``1'000``) and block comments.
 
-Both lexers yield ``Segment`` lines; ``assemble`` joins the continuation lines
-of one comment (the following ``#``/``//`` lines at the same column, or the
-following lines of the same ``/* */`` block) to the tagged line.
+Only the lines that matter are lexed, not the whole file. A token can span
+lines only if it starts on a line holding a *hazard*: a triple quote or a
+backslash-newline in Python; ``/*``, ``R"`` or a backslash-newline in C. Every
+other line ends in the state it began in, so the lexer jumps from hazard to
+hazard (``bytes.find``), lexes each grep hit's line and the lines right after
+a comment (which may continue it), and never pays for the rest of the file.
+``tests/harvest_reference.py`` keeps the whole-file lexer (Python through
+``tokenize``) that a test compares this one against on the wheel's tree.
+
+Python f-strings are lexed as plain strings: a replacement field holding the
+f-string's own quote (allowed since 3.12) is not used in PyTorch's source,
+which supports 3.10.
+
+``assemble`` joins the continuation lines of one comment (the following
+``#``/``//`` lines at the same column, or the following lines of the same
+``/* */`` block) to the tagged line.
 """
 
 from __future__ import annotations
 
 import bisect
-import io
 import re
-import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from onboard.workflows.harvest.tags import PYTHON_SUFFIXES, TAG_RE, Comment, language
 
-__all__ = ["Comment", "Segment", "assemble", "c_segments", "language", "python_segments",
-           "tagged_comments"]  # fmt: skip
+__all__ = ["Comment", "Segment", "assemble", "comments_on_lines", "language", "tagged_comments"]
 
 
 @dataclass(frozen=True)
@@ -40,98 +50,191 @@ class Segment:
 
 
 # --------------------------------------------------------------------------
-# Python
+# The tokens: comments, and what can hide one. Each alternative also matches a
+# token cut short by ``endpos`` (the end of the line being lexed), so a search
+# bounded to one line finds the same token starts as one over the whole file;
+# the token is then matched again without the bound.
 
-
-# Tokens that neither end a run of comment lines nor start code.
-_LAYOUT = frozenset(
-    (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
-)
-
-
-def python_segments(source: str, stop_line: int | None = None) -> Iterator[Segment]:
-    """COMMENT tokens as segments, from ``tokenize`` (stops after ``stop_line``).
-
-    Raises ``tokenize.TokenError`` / ``SyntaxError`` for a file tokenize
-    cannot read (the caller falls back to ``python_segments_fallback``).
-    """
-    readline = io.StringIO(source).readline
-    last = stop_line + 1 if stop_line is not None else None
-    for tok in tokenize.generate_tokens(readline):
-        row = tok.start[0]
-        if last is not None and row > last and tok.type not in _LAYOUT:
-            return  # past the last hit and past any comment continuing it
-        if tok.type == tokenize.COMMENT:
-            col = tok.start[1]
-            own = not tok.line[:col].strip()
-            yield Segment(row, col, _strip_hash(tok.string), own, 0)
-
-
-def _strip_hash(raw: str) -> str:
-    return raw.lstrip("#").strip()
-
-
-# The fallback for a file tokenize rejects (a template, Python 2, a syntax
-# error in a fixture): strings and comments by one regular expression. Raw or
-# not, a backslash escapes the quote lexically, so prefixes do not matter.
-_PY_FALLBACK_RE = re.compile(
-    r"""\#[^\r\n]*
-    | \"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\"|\Z)
-    | '''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)
+# Python: raw or not, a backslash escapes the quote lexically, so prefixes do
+# not matter.
+_PY_TOKEN = re.compile(
+    rb"""(?P<line>\#[^\r\n]*)
+    | \"\"\"(?:[^"\\]+|\\.|"(?!""))*(?:\"\"\"|\Z)
+    | '''(?:[^'\\]+|\\.|'(?!''))*(?:'''|\Z)
     | "(?:[^"\\\r\n]|\\(?:\r\n|.))*(?:"|$)
     | '(?:[^'\\\r\n]|\\(?:\r\n|.))*(?:'|$)""",
     re.S | re.M | re.X,
 )
+_PY_HAZARDS = (b'"""', b"'''", b"\\\n", b"\\\r\n")
 
-
-def python_segments_fallback(source: str) -> Iterator[Segment]:
-    starts = _line_starts(source)
-    for m in _PY_FALLBACK_RE.finditer(source):
-        tok = m.group()
-        if tok[0] != "#":
-            continue
-        line, col = _position(starts, m.start())
-        own = not source[m.start() - col : m.start()].strip()
-        yield Segment(line, col, _strip_hash(tok), own, 0)
-
-
-# --------------------------------------------------------------------------
-# C, C++, CUDA
-
-_C_RE = re.compile(
-    r"""(?P<line>//(?:[^\n\\]|\\(?:\r?\n|.))*)
-    | (?P<block>/\*.*?(?:\*/|\Z))
+_C_TOKEN = re.compile(
+    rb"""(?P<line>//(?:[^\n\\]|\\(?:\r?\n|.))*)
+    | (?P<block>/\*(?:[^*]+|\*(?!/))*(?:\*/|\Z))
     | (?<![\w])(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)"
     | "(?:[^"\\\n]|\\(?:\r?\n|.))*"?
     | (?<![\w])(?:u8|[uUL])?'(?:[^'\\\n]|\\.){1,8}'
     | (?<![\w])\.?\d(?:[\w.]|'(?=\w)|[eEpP][+-])*""",
     re.S | re.X,
 )
+# The same, with a raw string that is cut short (by ``endpos``) still matching
+# from its ``R"``; what the whole file holds there is decided by _C_TOKEN.
+_RAW_BODY = rb'\(.*?\)(?P=delim)"'
+assert _RAW_BODY in _C_TOKEN.pattern
+_C_TOKEN_START = re.compile(
+    _C_TOKEN.pattern.replace(_RAW_BODY, rb'\((?:.*?\)(?P=delim)"|.*\Z)'), re.S | re.X
+)
+_C_HAZARDS = (b"/*", b'R"', b"\\\n", b"\\\r\n")
 _BLOCK_LINE_RE = re.compile(r"^\s*\*+(?!/)\s?")
+# The C lexer looks this many lines past the last hit for lines continuing its comment.
+C_LOOKAHEAD_LINES = 40
 
 
-def c_segments(source: str, stop_line: int | None = None) -> Iterator[Segment]:
-    """Comment lines of a C-family file (strings, chars, raw strings skipped)."""
-    starts = _line_starts(source)
-    stop_at = len(source)
-    if stop_line is not None and stop_line + 1 < len(starts):
-        # A little past the last hit, for the lines that continue its comment.
-        stop_at = starts[min(stop_line + 40, len(starts) - 1)]
-    block_id = 0
-    for m in _C_RE.finditer(source):
-        if m.start() > stop_at:
-            return
-        kind = m.lastgroup
-        if kind == "line":
-            line, col = _position(starts, m.start())
-            own = not source[m.start() - col : m.start()].strip()
-            body = m.group().replace("\\\r\n", " ").replace("\\\n", " ")
-            yield Segment(line, col, body.lstrip("/").lstrip("!<").strip(), own, 0)
-        elif kind == "block":
-            block_id += 1
-            line, col = _position(starts, m.start())
-            own = not source[m.start() - col : m.start()].strip()
-            body = m.group()[2:]
+@dataclass(frozen=True)
+class _Language:
+    start: re.Pattern[bytes]  # finds token starts within one line
+    full: re.Pattern[bytes]  # the whole token from its start
+    hazards: tuple[bytes, ...]
+    python: bool
+
+
+_PYTHON = _Language(_PY_TOKEN, _PY_TOKEN, _PY_HAZARDS, True)
+_C = _Language(_C_TOKEN_START, _C_TOKEN, _C_HAZARDS, False)
+
+
+def _open_triple_quote(token: bytes) -> bool:
+    """A triple-quoted string the file ends inside (tokenize rejects such a file)."""
+    quote = token[:3]
+    return quote in (b'"""', b"'''") and (len(token) < 6 or not token.endswith(quote))
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+class _Skim:
+    """The lexer over one file, lexing only the lines that matter."""
+
+    def __init__(self, data: bytes, hits: Sequence[tuple[int, int]], lang: _Language) -> None:
+        self.data = data
+        self.lang = lang
+        self.hit_lines = [line for line, _ in hits]
+        self.hit_starts = [start for _, start in hits]
+        self.segments: list[Segment] = []
+        self.blocks = 0
+        self.unterminated = False  # a string or comment runs to the end of the file
+        # The whole-file C lexer this one replaces stopped 40 lines past the last
+        # hit (lines continuing a comment further down were not joined): so does this one.
+        self.stop_at = len(data) if lang.python or not hits else self._c_stop(hits[-1][1])
+
+    def _c_stop(self, last_start: int) -> int:
+        """The start of the line C_LOOKAHEAD_LINES + 1 lines below the last hit (or of the
+        file's last line); the whole file when the hit is on one of the last two lines."""
+        at, steps = last_start, 0
+        while steps <= C_LOOKAHEAD_LINES:
+            nxt = self.data.find(b"\n", at) + 1
+            if nxt == 0:
+                break
+            at, steps = nxt, steps + 1
+        return at if steps > 1 else len(self.data)
+
+    def _line_of(self, offset: int) -> int:
+        """1-based line of ``offset``, counted from the nearest grep hit."""
+        i = bisect.bisect_right(self.hit_starts, offset) - 1
+        if i >= 0:
+            return self.hit_lines[i] + self.data.count(b"\n", self.hit_starts[i], offset)
+        return self.hit_lines[0] - self.data.count(b"\n", offset, self.hit_starts[0])
+
+    def _covers_hit(self, start: int, end: int) -> bool:
+        """Whether the token [start, end) touches a hit's line."""
+        line_start = self.data.rfind(b"\n", 0, start) + 1
+        i = bisect.bisect_left(self.hit_starts, line_start)
+        return i < len(self.hit_starts) and self.hit_starts[i] < end
+
+    def run(self) -> list[Segment]:
+        data = self.data
+        # Per hazard: its next position, or -1 when there is none before `searched`.
+        hazards = dict.fromkeys(self.lang.hazards, -1)
+        searched = dict.fromkeys(self.lang.hazards, 0)
+        pos = 0  # the lexer is between tokens here, at the start of a line
+        hit = 0
+        follow = -1  # the start of a line that may continue the last comment
+        n_hits = len(self.hit_starts)
+        while True:
+            while hit < n_hits and self.hit_starts[hit] < pos:
+                hit += 1  # inside a token lexed already (a string, a block comment)
+            if follow < pos:
+                follow = -1
+            targets = [s for s in (follow, self.hit_starts[hit] if hit < n_hits else -1) if s >= 0]
+            if not targets:
+                return self.segments
+            target = min(targets)
+            first = target  # the first hazard before the target, if any
+            for h, at in hazards.items():
+                if at < pos:
+                    # Only hazards that start before the target matter: never look further.
+                    start = max(pos, searched[h])
+                    at = data.find(h, start, target + len(h) - 1) if start < target else -1
+                    searched[h] = target if at < 0 else at
+                    hazards[h] = at
+                if 0 <= at < first:
+                    first = at
+            if first < target:
+                # A token may start on the hazard's line and run over the target: lex
+                # that line first, keeping only comments that reach a hit.
+                emitted, pos = self._lex_line(data.rfind(b"\n", 0, first) + 1, False)
+            else:
+                emitted, pos = self._lex_line(target, True)
+            follow = pos if emitted and pos < len(data) else -1
+
+    def _lex_line(self, start: int, important: bool) -> tuple[bool, int]:
+        """Lex from ``start`` to the end of its line, and of any line a token runs
+        onto. ``important``: emit every comment (a hit's line or a line after a
+        comment); otherwise only comments that cover a hit. Returns (emitted?,
+        the start of the next line)."""
+        data = self.data
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        pos = start
+        emitted = False
+        while True:
+            m = self.lang.start.search(data, pos, end + 1)
+            if m is None:
+                return emitted, end + 1
+            full = self.lang.full.match(data, m.start())
+            if full is None:  # a raw string that never closes: its R is no token
+                pos = m.start() + 1
+                continue
+            pos = full.end()
+            kind = full.lastgroup
+            if pos >= len(data) and self.lang.python and kind is None:
+                self.unterminated = self.unterminated or _open_triple_quote(full.group())
+            if pos > end:
+                end = data.find(b"\n", pos)
+                if end < 0:
+                    end = len(data)
+            if kind not in ("line", "block") or full.start() > self.stop_at:
+                continue
+            if important or self._covers_hit(full.start(), full.end()):
+                self._emit(full, kind)
+                emitted = True
+
+    def _emit(self, m: re.Match[bytes], kind: str | None) -> None:
+        data = self.data
+        start = m.start()
+        line_start = data.rfind(b"\n", 0, start) + 1
+        before = _decode(data[line_start:start])
+        col, own = len(before), not before.strip()
+        line = self._line_of(start)
+        raw = _decode(m.group())
+        if self.lang.python:
+            self.segments.append(Segment(line, col, raw.lstrip("#").strip(), own, 0))
+        elif kind == "line":
+            body = raw.replace("\\\r\n", " ").replace("\\\n", " ")
+            self.segments.append(Segment(line, col, body.lstrip("/").lstrip("!<").strip(), own, 0))
+        else:
+            self.blocks += 1
+            body = raw[2:]
             if body.endswith("*/"):
                 body = body[:-2]
             for i, part in enumerate(body.split("\n")):
@@ -139,9 +242,45 @@ def c_segments(source: str, stop_line: int | None = None) -> Iterator[Segment]:
                     text = part.lstrip("*!<").strip()
                 else:
                     text = _BLOCK_LINE_RE.sub("", part).strip()
-                yield Segment(
-                    line + i, col if i == 0 else 0, text, own if i == 0 else True, block_id
-                )
+                self.segments.append(
+                    Segment(line + i, col if i == 0 else 0, text, own if i == 0 else True,
+                            self.blocks)
+                )  # fmt: skip
+
+
+def comments_on_lines(
+    path: str, data: bytes, hits: Sequence[tuple[int, int]]
+) -> tuple[list[Comment], bool]:
+    """The tagged comments of a file whose grep hits are ``hits``: (line, byte
+    offset of the line's start), sorted. The flag: a string or comment runs to
+    the end of the file (Python's tokenize rejects such a file)."""
+    if not hits:
+        return [], False
+    skim = _Skim(data, hits, _PYTHON if path.endswith(PYTHON_SUFFIXES) else _C)
+    return assemble(skim.run()), skim.unterminated
+
+
+def hit_lines(data: bytes, lines: Iterable[int]) -> list[tuple[int, int]]:
+    """(line, byte offset of its start) for 1-based ``lines`` (when a grep gave no offsets)."""
+    wanted = sorted(set(lines))
+    out: list[tuple[int, int]] = []
+    find = data.find
+    line, at = 1, 0
+    for want in wanted:
+        while line < want:
+            nxt = find(b"\n", at) + 1
+            if nxt == 0:
+                return out
+            line, at = line + 1, nxt
+        out.append((line, at))
+    return out
+
+
+def tagged_comments(path: str, source: str) -> tuple[list[Comment], bool]:
+    """The tagged comments of a whole file's text (its hits found here, not by a grep)."""
+    lines = [n for n, text in enumerate(source.split("\n"), 1) if TAG_RE.search(text)]
+    data = source.encode("utf-8", "surrogateescape")
+    return comments_on_lines(path, data, hit_lines(data, lines))
 
 
 # --------------------------------------------------------------------------
@@ -184,34 +323,3 @@ def _continues(prev: Segment, seg: Segment) -> bool:
     if prev.block:
         return seg.block == prev.block
     return seg.block == 0 and seg.own_line and seg.col == prev.col
-
-
-def tagged_comments(
-    path: str, source: str, stop_line: int | None = None
-) -> tuple[list[Comment], bool]:
-    """The tagged comments of one file; the flag says the Python fallback was used."""
-    if path.endswith(PYTHON_SUFFIXES):
-        try:
-            return assemble(list(python_segments(source, stop_line))), False
-        except (tokenize.TokenError, SyntaxError):
-            return assemble(python_segments_fallback(source)), True
-    return assemble(c_segments(source, stop_line)), False
-
-
-# --------------------------------------------------------------------------
-
-
-def _line_starts(source: str) -> list[int]:
-    starts = [0]
-    find = source.find
-    i = find("\n")
-    while i != -1:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
-    return starts
-
-
-def _position(starts: list[int], offset: int) -> tuple[int, int]:
-    """1-based line and 0-based column of ``offset``."""
-    index = bisect.bisect_right(starts, offset) - 1
-    return index + 1, offset - starts[index]

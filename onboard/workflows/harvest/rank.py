@@ -162,16 +162,23 @@ class NearbyTests:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.by_name: dict[str, str] = {}
-        test_dir = root / "test"
-        if test_dir.is_dir():
-            for dirpath, dirnames, filenames in os.walk(test_dir):
-                dirnames[:] = [d for d in dirnames if not d.startswith((".", "__"))]
-                rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
-                for name in filenames:
-                    if name.startswith("test_") and name.endswith(".py"):
-                        self.by_name.setdefault(name, f"{rel}/{name}")
+        self._by_name: dict[str, str] | None = None
         self._dirs: dict[str, frozenset[str]] = {}
+
+    @property
+    def by_name(self) -> dict[str, str]:
+        """test_*.py file name -> its path under test/ (walked on first use)."""
+        if self._by_name is None:
+            self._by_name = {}
+            test_dir = self.root / "test"
+            if test_dir.is_dir():
+                for dirpath, dirnames, filenames in os.walk(test_dir):
+                    dirnames[:] = [d for d in dirnames if not d.startswith((".", "__"))]
+                    rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+                    for name in filenames:
+                        if name.startswith("test_") and name.endswith(".py"):
+                            self._by_name.setdefault(name, f"{rel}/{name}")
+        return self._by_name
 
     def _listing(self, folder: str) -> frozenset[str]:
         if folder not in self._dirs:

@@ -1,19 +1,18 @@
-"""Find the tagged comments of a tree: grep for candidates, lex only those files.
+"""Find the tagged comments of a tree: grep for candidates, lex only those lines.
 
-ripgrep finds the candidate lines (it is what a developer would run, and the
-benchmark compares against it); ``git grep`` is the fallback. Only files with
-a hit are read and lexed, and what the lexer found is cached per file (keyed
-by size and mtime), so a second run costs little more than the grep itself.
+ripgrep finds the candidate lines and where each starts in its file (it is
+what a developer would run, and the benchmark compares against it); ``git
+grep`` is the fallback. Only files with a hit are read, and in them only the
+lines that can hide or continue a comment are lexed (``lexer``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +26,7 @@ from onboard.workflows.harvest.tags import Comment
 RG_PATTERN = r"\b(?:TODO|FIXME|XXX|HACK)\b"
 ERE_PATTERN = r"(^|[^[:alnum:]_])(TODO|FIXME|XXX|HACK)([^[:alnum:]_]|$)"
 _GLOBS = tuple("*" + s for s in (*tags.PYTHON_SUFFIXES, *tags.C_SUFFIXES))
-
-CACHE_VERSION = 1
+_SUFFIXES = (*tags.PYTHON_SUFFIXES, *tags.C_SUFFIXES)
 
 # Vendored code: PyTorch's submodules live under third_party/; the wheel
 # installs their public headers next to PyTorch's own in torch/include
@@ -55,6 +53,8 @@ class Candidates:
     searcher: str  # "ripgrep 14.1.0" / "git grep"
     hits: dict[str, list[int]]  # repo-relative posix path -> sorted hit line numbers
     seconds: float
+    # path -> the byte offset where each hit line starts (ripgrep says; git grep does not)
+    starts: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def line_count(self) -> int:
@@ -64,17 +64,9 @@ class Candidates:
 @dataclass(frozen=True)
 class FileComments:
     path: str
-    generated: bool
-    fallback: bool  # tokenize rejected the file; the regex lexer was used
+    generated: bool  # "@generated" in its first lines
+    unterminated: bool  # a string runs to the end of the file (tokenize would reject it)
     comments: tuple[Comment, ...]
-
-
-@dataclass
-class ScanStats:
-    files_lexed: int = 0
-    files_cached: int = 0
-    fallback_files: list[str] = field(default_factory=list)
-    lex_seconds: float = 0.0
 
 
 def ripgrep_path() -> str | None:
@@ -89,19 +81,38 @@ def ripgrep_path() -> str | None:
     return proc.which("rg")
 
 
-def find_candidates(root: Path, *, searcher: str = "auto") -> Candidates:
-    """Every line of a Python/C-family file that matches a tag, by ripgrep or git grep."""
+def eligible(path: str) -> bool:
+    """Whether the grep searches ``path`` when it walks the tree (the globs; ripgrep skips
+    hidden files and folders)."""
+    return path.endswith(_SUFFIXES) and not any(p.startswith(".") for p in path.split("/"))
+
+
+def find_candidates(
+    root: Path,
+    *,
+    searcher: str = "auto",
+    paths: Sequence[str] | None = None,
+    name: str | None = None,
+) -> Candidates:
+    """Every line of a Python/C-family file that matches a tag, by ripgrep or git grep.
+
+    ``paths``: search only these files (repo-relative; each must be ``eligible``).
+    ``name``: the searcher's name when the caller knows it (no ``rg --version``).
+    """
     rg = ripgrep_path() if searcher in ("auto", "rg") else None
     if searcher == "rg" and rg is None:
         raise OnboardError(
             "ripgrep (`rg`) was asked for but is not installed.",
             next_step="Run `pip install ripgrep`, or use --searcher git.",
         )
+    if name is not None and name.startswith("ripgrep") != (rg is not None):
+        name = None  # the searcher changed since the caller learnt its name
     start = time.monotonic()
+    if paths is not None and not paths:
+        return Candidates(name or _searcher_name(rg), {}, 0.0)
     if rg is not None:
-        hits = _ripgrep(rg, root)
-        version = _rg_version(rg)
-        return Candidates(f"ripgrep {version}".strip(), hits, time.monotonic() - start)
+        hits, starts = _ripgrep(rg, root, paths)
+        return Candidates(name or _searcher_name(rg), hits, time.monotonic() - start, starts)
     from onboard import git
 
     if not git.is_repo(root):
@@ -117,7 +128,7 @@ def find_candidates(root: Path, *, searcher: str = "auto") -> Candidates:
             next_step="Run `pip install ripgrep` (onboard prefers it), or point --repo at a "
             "git checkout.",
         )
-    text = git.grep_null(root, ERE_PATTERN, list(_GLOBS))
+    text = git.grep_null(root, ERE_PATTERN, list(paths) if paths is not None else list(_GLOBS))
     found: dict[str, list[int]] = {}
     for row in text.splitlines():
         parts = row.split("\0", 2)
@@ -126,13 +137,16 @@ def find_candidates(root: Path, *, searcher: str = "auto") -> Candidates:
     return Candidates("git grep", _sorted(found), time.monotonic() - start)
 
 
-def _ripgrep(rg: str, root: Path) -> dict[str, list[int]]:
+def _ripgrep(
+    rg: str, root: Path, paths: Sequence[str] | None
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     args = [
         rg,
         "--no-config",
         "--no-heading",
         "--with-filename",
         "--line-number",
+        "--byte-offset",  # where each hit line starts: the lexer jumps there
         "--null",
         "--color=never",
         "--no-ignore-parent",
@@ -142,32 +156,59 @@ def _ripgrep(rg: str, root: Path) -> dict[str, list[int]]:
     ]
     for glob in _GLOBS:
         args += ["-g", glob]
-    args.append(".")
+    if paths is None:
+        args.append(".")
+    else:
+        args += ["--", *(f"./{p}" for p in paths)]
     result = proc.run(args, cwd=root, check=False, timeout=600, what="ripgrep")
     if result.returncode not in (0, 1):  # 1: no match
         raise OnboardError(
             f"ripgrep failed in {root} (exit {result.returncode}): {result.stderr.strip()[-300:]}",
             next_step="Check that the folder is readable, or run with --searcher git.",
         )
-    hits: dict[str, list[int]] = {}
+    found: dict[str, list[tuple[int, int]]] = {}
     for row in result.stdout.splitlines():
         path, sep, rest = row.partition("\0")
         if not sep:
             continue
-        number, _, _ = rest.partition(":")
-        if number.isdigit():
-            hits.setdefault(path.removeprefix("./"), []).append(int(number))
-    return _sorted(hits)
+        number, _, rest = rest.partition(":")
+        offset, _, _ = rest.partition(":")
+        if number.isdigit() and offset.isdigit():
+            found.setdefault(path.removeprefix("./"), []).append((int(number), int(offset)))
+    hits: dict[str, list[int]] = {}
+    starts: dict[str, list[int]] = {}
+    for path in sorted(found):
+        rows = sorted(set(found[path]))
+        hits[path] = [line for line, _ in rows]
+        starts[path] = [offset for _, offset in rows]
+    return hits, starts
 
 
 def _sorted(hits: dict[str, list[int]]) -> dict[str, list[int]]:
     return {p: sorted(set(v)) for p, v in sorted(hits.items())}
 
 
+def _searcher_name(rg: str | None) -> str:
+    if rg is None:
+        return "git grep"
+    version = _rg_version(rg)
+    return f"ripgrep {version}".strip()
+
+
+_RG_VERSIONS: dict[tuple[str, int], str] = {}
+
+
 def _rg_version(rg: str) -> str:
-    result = proc.run([rg, "--version"], check=False, timeout=30)
-    first = result.stdout.splitlines()[0] if result.stdout else ""
-    return first.split()[1] if len(first.split()) > 1 else ""
+    """``rg --version``'s number (asked once per binary and process)."""
+    try:
+        stamp = (rg, Path(rg).stat().st_mtime_ns)
+    except OSError:
+        stamp = (rg, 0)
+    if stamp not in _RG_VERSIONS:
+        result = proc.run([rg, "--version"], check=False, timeout=30)
+        first = result.stdout.splitlines()[0] if result.stdout else ""
+        _RG_VERSIONS[stamp] = first.split()[1] if len(first.split()) > 1 else ""
+    return _RG_VERSIONS[stamp]
 
 
 def vendored(path: str) -> bool:
@@ -191,139 +232,51 @@ def generated_header(source: str) -> bool:
 
 
 # --------------------------------------------------------------------------
-# The per-file cache
+# Lexing the files with hits
 
 
 def cache_dir() -> Path:
     return onboard_cache.cache_dir("harvest")
 
 
-def _cache_file(root: Path, directory: Path) -> Path:
-    key = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:16]
-    return directory / f"scan-{key}.json"
-
-
+read_json = onboard_cache.read_json
 write_json = onboard_cache.write_json
-
-
-# path -> [size, mtime_ns, generated, fallback, [[line, end_line, col, text], ...]]
-CACHE_SHAPE = {
-    "version": int,
-    "files": {
-        str: onboard_cache.Row(int, int, bool, bool, [onboard_cache.Row(int, int, int, str)])
-    },
-}
-
-
-def _load_cache(path: Path) -> dict[str, list[object]]:
-    data = onboard_cache.read_valid(path, CACHE_SHAPE)
-    if data.get("version") != CACHE_VERSION:
-        return {}
-    files: dict[str, list[object]] = data["files"]
-    return files
-
-
-def _save_cache(path: Path, files: dict[str, list[object]]) -> None:
-    write_json(path, {"version": CACHE_VERSION, "files": files})
-
-
-def load_cache(root: Path, cache: Path | None) -> dict[str, list[object]]:
-    """The cached lexer results for ``root`` (empty when there are none)."""
-    return _load_cache(_cache_file(root, cache)) if cache is not None else {}
-
-
-# Lexing every Python file with a hit through tokenize costs ~15 s of CPU on
-# the wheel's tree (tokenize is pure Python): spread a cold run over the
-# cores. Below this many files, starting the workers costs more than it saves.
-PARALLEL_MIN_FILES = 200
 
 
 def lex_files(
     root: Path,
-    hits: dict[str, list[int]],
+    cands: Candidates,
     *,
-    cache: Path | None,
     progress: Callable[[int, int, str], None] | None = None,
-    cached: dict[str, list[object]] | None = None,
-    workers: int | None = None,
-) -> tuple[list[FileComments], ScanStats]:
-    """Tagged comments of every file with a hit (cached per file by size and mtime).
-
-    ``cached``: what ``load_cache`` returned, when the caller loaded it already.
-    ``workers``: processes for the files to lex (default: the CPU count when
-    there are at least PARALLEL_MIN_FILES of them, else 1).
-    """
-    stats = ScanStats()
-    cache_path = _cache_file(root, cache) if cache is not None else None
-    old = cached if cached is not None else load_cache(root, cache)
-    new: dict[str, list[object]] = {}
-    start = time.monotonic()
-    todo: list[tuple[str, str, int, list[int]]] = []
-    for path, lines in hits.items():
-        try:
-            st = (root / path).stat()
-        except OSError:
-            continue
-        key = [st.st_size, st.st_mtime_ns]
-        entry = old.get(path)
-        if entry is not None and entry[0] == key[0] and entry[1] == key[1]:
-            stats.files_cached += 1
-            new[path] = entry
-        else:
-            todo.append((str(root / path), path, lines[-1], key))
-    if workers is None:
-        workers = (os.cpu_count() or 1) if len(todo) >= PARALLEL_MIN_FILES else 1
-    for n, (path, entry) in enumerate(_lex_many(todo, workers)):
-        new[path] = entry
-        stats.files_lexed += 1
-        if progress is not None:
-            progress(n + 1, len(todo), path)
+) -> list[FileComments]:
+    """Tagged comments of every file with a hit, in the order of ``cands.hits``."""
     out: list[FileComments] = []
-    for path in hits:
-        entry = new.get(path)
-        if entry is None:
-            continue
-        generated, fallback, raw = bool(entry[2]), bool(entry[3]), entry[4]
-        if fallback:
-            stats.fallback_files.append(path)
-        comments = tuple(Comment(*c) for c in raw)  # type: ignore[attr-defined]
-        out.append(FileComments(path, generated, fallback, comments))
-    stats.lex_seconds = time.monotonic() - start
-    if cache_path is not None and (stats.files_lexed or set(new) != set(old)):
-        _save_cache(cache_path, new)
-    return out, stats
+    total = len(cands.hits)
+    for n, (path, lines) in enumerate(cands.hits.items()):
+        found = lex_file(root, path, lines, cands.starts.get(path))
+        if found is not None:
+            out.append(found)
+        if progress is not None:
+            progress(n + 1, total, path)
+    return out
 
 
-def _lex_many(
-    todo: list[tuple[str, str, int, list[int]]], workers: int
-) -> Iterator[tuple[str, list[object]]]:
-    if workers <= 1 or len(todo) < 2:
-        for job in todo:
-            yield job[1], _lex_job(job)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+def lex_file(
+    root: Path, path: str, lines: list[int], starts: list[int] | None = None
+) -> FileComments | None:
+    """One file's tagged comments (None when it cannot be read)."""
+    from onboard.workflows.harvest import lexer  # its patterns compile only when lexing
 
-    # spawn, not fork: the parent may run threads (rich's progress refresh).
-    context = multiprocessing.get_context("spawn")
-    chunk = max(1, len(todo) // (workers * 8))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for job, entry in zip(todo, pool.map(_lex_job, todo, chunksize=chunk), strict=True):
-            yield job[1], entry
-
-
-def _lex_job(job: tuple[str, str, int, list[int]]) -> list[object]:
-    full, path, stop_line, key = job
-    return _lex_one(Path(full), path, stop_line, key)
-
-
-def _lex_one(full: Path, path: str, stop_line: int, key: list[int]) -> list[object]:
     try:
-        source = full.read_text(encoding="utf-8", errors="replace")
+        data = (root / path).read_bytes()
     except OSError:
-        return [*key, False, False, []]
-    from onboard.workflows.harvest import lexer  # tokenize: only when a file is lexed
-
-    comments, fallback = lexer.tagged_comments(path, source, stop_line)
-    generated = generated_header(source)
-    return [*key, generated, fallback, [[c.line, c.end_line, c.col, c.text] for c in comments]]
+        return None
+    hits = (
+        list(zip(lines, starts, strict=True))
+        if starts is not None and len(starts) == len(lines)
+        else lexer.hit_lines(data, lines)
+    )
+    comments, unterminated = lexer.comments_on_lines(path, data, hits)
+    # "@generated" in the first 2048 characters (at most 4 bytes each).
+    generated = generated_header(data[:8192].decode("utf-8", "replace"))
+    return FileComments(path, generated, unterminated, tuple(comments))

@@ -60,6 +60,25 @@ def _torchgen_dir(python: str) -> Path:
     return Path(result.stdout.strip().splitlines()[-1])
 
 
+def _torchgen(python: str, source: Path, out: Path, cwd: str) -> proc.Result:
+    return proc.run(
+        [
+            python,
+            "-m",
+            "torchgen.gen",
+            "--source-path",
+            str(source),
+            "--install_dir",
+            str(out),
+            "--per-operator-headers",
+        ],
+        **torchenv.isolated(cwd),  # `-m`: cwd holds only the yaml copy and templates
+        timeout=CODEGEN_TIMEOUT,
+        check=False,
+        what="torchgen code generation",
+    )
+
+
 def regenerate(python: str, checkout: Path, tree_id: str, reporter: Reporter) -> Path:
     """The folder standing in for the build tree (holds build/aten/src/ATen)."""
     found = existing(checkout, tree_id)
@@ -85,23 +104,10 @@ def regenerate(python: str, checkout: Path, tree_id: str, reporter: Reporter) ->
                 tags = packaged / "native" / "tags.yaml"
         shutil.copy2(tags, source / "native" / "tags.yaml")
         (source / "templates").symlink_to(templates.resolve(), target_is_directory=True)
-        reporter.step("Regenerating build/aten/src/ATen with torchgen (once per commit, ~30-60 s)")
-        result = proc.run(
-            [
-                python,
-                "-m",
-                "torchgen.gen",
-                "--source-path",
-                str(source),
-                "--install_dir",
-                str(out),
-                "--per-operator-headers",
-            ],
-            **torchenv.isolated(tmp),  # `-m`: tmp holds only the yaml copy and templates
-            timeout=CODEGEN_TIMEOUT,
-            check=False,
-            what="torchgen code generation",
-        )
+        with reporter.task(
+            "Regenerating build/aten/src/ATen with torchgen (once per commit, ~30-60 s)"
+        ):
+            result = _torchgen(python, source, out, tmp)
     if result.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         tail = (result.stderr.strip().splitlines() or ["no output"])[-1]

@@ -6,7 +6,8 @@ call reaches on meta tensors (the profiler's top-level op, and the ops a
 TorchDispatchMode sees after decomposition), and returns
 ``torch._C._dispatch_dump`` for each op. The answer is cached per
 interpreter, torch version and question: the binary does not change under a
-workspace, and importing torch costs seconds.
+workspace, and importing torch costs seconds. The same child then answers
+every op once, for ``live_index``.
 """
 
 from __future__ import annotations
@@ -14,17 +15,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from onboard import proc, torchenv
-from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
+from onboard.workflows.opsource.live_index import ANSWER_SHAPE, LiveIndex, Requests
 
-_MARKER = "@@ONBOARD-LIVE@@"
-_CHILD = Path(__file__).with_name("_live_child.py")
-LIVE_TIMEOUT = 240.0
 # The shape of the child's answer: part of the cache key, so a cached answer of an
 # older child (without python_kernels) is asked again.
 ANSWER_FORMAT = 2
@@ -66,76 +62,33 @@ def parse_dispatch_dump(text: str) -> list[Registration]:
     return regs
 
 
-# What _live_child.py answers, as where reads it (the per-entry keys beyond
-# `exists` come only for names that exist; the recorded ones only with `record`).
-SHAPE = {
-    "torch_version": str,
-    "entries": [
-        {
-            "query": str,
-            "name": str,
-            "exists": bool,
-            "kind?": str,
-            "module?": (str, None),
-            "source?": ({"path": str, "line": int}, None),
-            "callable?": bool,
-            "top_ops?": [str],
-            "dispatched?": [str],
-            "call_error?": (str, None),
-        }
-    ],
-    "dumps": {str: (str, None)},
-}
+# What _live_child.py answers, as where reads it (kept beside the index that stores it).
+SHAPE = ANSWER_SHAPE
 
 
 def ask(
     python: str,
+    request: dict[str, Any],
     *,
-    entries: list[str],
-    ops: list[str],
-    record: bool,
     cache_id: str,
-    group_overloads: bool = False,
+    index: LiveIndex,
+    every: Requests,
     reporter: Reporter,
     refresh: bool = False,
 ) -> dict[str, Any]:
-    request = {
-        "entries": entries,
-        "ops": ops,
-        "record": record,
-        "group_overloads": group_overloads,
-        "format": ANSWER_FORMAT,
-    }
+    """The child's answer to one question (``_live_child.py``'s request: entries, ops,
+    record, group_overloads), cached per interpreter, torch and question.
+
+    The child is ``index``'s: after answering, it indexes every op (``every``) when
+    the index needs it.
+    """
+    request = {**request, "format": ANSWER_FORMAT}
     text = json.dumps(request, sort_keys=True)
     name = "live-" + cache.key(python, cache_id, text) + ".json"
     data = None if refresh else cache.load(name, SHAPE)
     if data is not None:
         return data
     reporter.step(f"Asking the installed torch ({python}) for its dispatch table")
-    code = _CHILD.read_text(encoding="utf-8")
-    try:
-        result = proc.run(
-            [python, "-c", code, text],
-            **torchenv.isolated(),
-            timeout=LIVE_TIMEOUT,
-            check=False,
-            what="Asking the installed torch",
-        )
-    except OnboardError as exc:
-        raise OnboardError(
-            f"Could not run the Python interpreter {python!r}: {exc.message}",
-            next_step="Pass --python with the interpreter whose torch you use.",
-        ) from exc
-    for line in result.stdout.splitlines():
-        if line.startswith(_MARKER):
-            data = json.loads(line[len(_MARKER) :])
-            assert data is not None
-            cache.store(name, data)
-            return data
-    tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-    raise OnboardError(
-        f"The interpreter {python} could not answer onboard's torch questions "
-        f"(exit {result.returncode}): {tail}",
-        next_step=f"Check that `{python} -c 'import torch'` works, or pass --python with the "
-        "interpreter whose torch you use; `onboard doctor` shows what is wrong.",
-    )
+    data = index.ask(request, every)
+    cache.store(name, data)
+    return data

@@ -1,0 +1,383 @@
+"""Every harvested comment of a tree, ranked, and kept per tree state.
+
+One collection: grep for candidate lines -> lex the lines that matter in the
+files with hits (``scan``, ``lexer``) -> skip vendored and generated code,
+counting what was skipped -> parse each comment's form and score it
+(``forms``, ``rank``).
+
+The result is cached per tree state: the HEAD commit plus the size and mtime
+of every changed or untracked file (``git status``, which reads git's own
+stat cache). The same state again: nothing is grepped or lexed. The same
+HEAD with other changes (an edit): only the files whose state differs are
+grepped and lexed again, the rest comes from the cache. Anything else (a new
+commit, no git, an explicit ``--searcher``, ``--no-cache``): the whole tree.
+Files git ignores are not watched: an edit there shows after the next commit
+or with ``--no-cache``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from onboard.cache import Row, matches
+from onboard.report import Reporter
+from onboard.workflows.harvest import forms, rank, scan
+from onboard.workflows.harvest.rank import Item
+from onboard.workflows.harvest.state import TreeState, start_tree_state
+from onboard.workflows.harvest.tags import language
+from onboard.workflows.harvest.target import Target
+
+# The cached result's format. Bump when lexing, parsing or scoring changes.
+SCAN_VERSION = 2
+# Past this many changed files, one pass over the whole tree is as quick.
+INCREMENTAL_MAX_FILES = 200
+
+OWN = "own"
+VENDORED = "vendored"
+GENERATED = "generated"
+
+
+@dataclass
+class FileResult:
+    """What one file with grep hits contributes."""
+
+    path: str
+    hits: int  # candidate lines
+    non_comment: int  # hits outside any comment (own files only)
+    kind: str  # own / vendored / generated
+    comments: int  # tagged comments (harvested, or skipped when not own)
+    unterminated: bool  # a string runs to the end of the file
+    items: list[Item]  # the harvested ones (own files only)
+
+
+@dataclass
+class Scan:
+    target: Target
+    searcher: str
+    files: dict[str, FileResult]  # by path, sorted
+    items: list[Item]  # every harvested comment, ranked
+    files_lexed: int
+    files_cached: int
+    seconds: dict[str, float]
+    cache: str = "none"  # "tree" (whole result), "files" (changed files redone), "none"
+
+    def _sum(self, what: Callable[[FileResult], int]) -> int:
+        return sum(what(f) for f in self.files.values())
+
+    @property
+    def candidate_lines(self) -> int:
+        return self._sum(lambda f: f.hits)
+
+    @property
+    def files_with_hits(self) -> int:
+        return len(self.files)
+
+    @property
+    def non_comment_hits(self) -> int:
+        return self._sum(lambda f: f.non_comment)
+
+    @property
+    def skipped_vendored(self) -> int:
+        return self._sum(lambda f: f.comments if f.kind == VENDORED else 0)
+
+    @property
+    def skipped_generated(self) -> int:
+        return self._sum(lambda f: f.comments if f.kind == GENERATED else 0)
+
+    @property
+    def skipped_vendored_files(self) -> int:
+        return self._sum(lambda f: f.kind == VENDORED)
+
+    @property
+    def skipped_generated_files(self) -> int:
+        return self._sum(lambda f: f.kind == GENERATED)
+
+    @property
+    def unterminated_files(self) -> list[str]:
+        return [f.path for f in self.files.values() if f.unterminated]
+
+
+def gather(
+    target: Target,
+    *,
+    searcher: str,
+    cache: Path | None,
+    reporter: Reporter,
+    status: Future[TreeState | None] | None = None,
+) -> Scan:
+    """Every harvested comment of the tree, ranked (from the cache when it holds).
+
+    ``status``: ``state.tree_state`` already running (started before this module
+    was imported, so that `git status` and the imports overlap).
+    """
+    t0 = time.monotonic()
+    state: TreeState | None = None
+    if cache is not None and searcher == "auto":  # an explicit --searcher means: run that one
+        # `git status` runs in its own process while the stored result is read.
+        pending = status or start_tree_state(target.root)
+        data = scan.read_json(_cache_file(target, cache))
+        state = pending.result()
+        stored = _stored(target, data) if state is not None else None
+        if state is not None and stored is not None and stored[0].head == state.head:
+            result = _reuse(target, stored[1], stored[0], state, reporter)
+            if result is not None:
+                result.seconds = {"tree_cache": round(time.monotonic() - t0, 3)}
+                if result.cache == "files":
+                    _save(result, cache, state)
+                return result
+    result = _whole_tree(target, searcher, reporter)
+    if state is not None and cache is not None:
+        _save(result, cache, state)
+    return result
+
+
+# --------------------------------------------------------------------------
+# The whole tree
+
+
+def _whole_tree(target: Target, searcher: str, reporter: Reporter) -> Scan:
+    t0 = time.monotonic()
+    reporter.step(f"searching {target.root} for TODO/FIXME/XXX/HACK")
+    # The grep runs in its own process; index the tests meanwhile.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        grep = pool.submit(scan.find_candidates, target.root, searcher=searcher)
+        tests = rank.NearbyTests(target.root)
+        tests.by_name  # noqa: B018 (walks test/ now, while the grep runs)
+        cands = grep.result()
+    reporter.detail(f"{cands.searcher}: {cands.line_count} lines in {len(cands.hits)} files")
+    with reporter.task("checking which hits are real comments", total=len(cands.hits)) as task:
+        step = max(1, len(cands.hits) // 50)
+
+        def progress(n: int, total: int, path: str) -> None:
+            if n % step == 0 or n == total:
+                task.update(completed=n, total=total, detail=path[-60:])
+
+        lexed = scan.lex_files(target.root, cands, progress=progress)
+    t_lex = time.monotonic()
+    files = {fc.path: file_result(fc, cands.hits[fc.path], tests) for fc in lexed}
+    for path, lines in cands.hits.items():  # unreadable now: its hits still count
+        files.setdefault(path, FileResult(path, len(lines), 0, OWN, 0, False, []))
+    files = dict(sorted(files.items()))
+    items = _ranked(files.values())
+    t_rank = time.monotonic()
+    return Scan(
+        target=target,
+        searcher=cands.searcher,
+        files=files,
+        items=items,
+        files_lexed=len(lexed),
+        files_cached=0,
+        seconds={
+            "grep": round(cands.seconds, 3),
+            "lex": round(t_lex - t0 - cands.seconds, 3),
+            "rank": round(t_rank - t_lex, 3),
+        },
+    )
+
+
+def file_result(fc: scan.FileComments, hit_lines: list[int], tests: rank.NearbyTests) -> FileResult:
+    """One file's comments as ranked items, or counted as skipped."""
+    path, comments = fc.path, fc.comments
+    if scan.vendored(path):
+        return FileResult(path, len(hit_lines), 0, VENDORED, len(comments), fc.unterminated, [])
+    if fc.generated or scan.generated_path(path):
+        return FileResult(path, len(hit_lines), 0, GENERATED, len(comments), fc.unterminated, [])
+    covered: set[int] = set()
+    for c in comments:
+        covered.update(range(c.line, c.end_line + 1))
+    non_comment = sum(1 for ln in hit_lines if ln not in covered)
+    seen: Counter[str] = Counter()
+    lang = language(path) or "c++"
+    module = rank.module_of(path)
+    items = []
+    for c in comments:
+        norm = forms.normalise(c.text)
+        occurrence = seen[norm]
+        seen[norm] += 1
+        item = Item(
+            id=rank.stable_id(path, c.text, occurrence),
+            path=path,
+            line=c.line,
+            end_line=c.end_line,
+            col=c.col,
+            language=lang,
+            module=module,
+            text=c.text,
+            form=forms.parse(c.text),
+        )
+        rank.score(item, tests)
+        items.append(item)
+    return FileResult(path, len(hit_lines), non_comment, OWN, len(comments), fc.unterminated, items)
+
+
+def _ranked(files: Iterable[FileResult]) -> list[Item]:
+    return sorted((i for f in files for i in f.items), key=rank.sort_key)
+
+
+# --------------------------------------------------------------------------
+# The tree state and the cached result
+
+
+def _cache_file(target: Target, cache: Path) -> Path:
+    return cache / f"tree-{hashlib.sha1(str(target.root).encode()).hexdigest()[:16]}.json"
+
+
+def _reuse(
+    target: Target, scan_: Scan, old: TreeState, now: TreeState, reporter: Reporter
+) -> Scan | None:
+    """The stored result when the tree is as it was; redone for the changed files when
+    few changed; None when the whole tree must be searched again."""
+    gone = [-1]  # not in the list at all (a deleted file is in it, as None)
+    dirty = sorted(
+        p
+        for p in old.changed.keys() | now.changed.keys()
+        if old.changed.get(p, gone) != now.changed.get(p, gone)
+    )
+    if not dirty:
+        scan_.cache = "tree"
+        return scan_
+    if len(dirty) > INCREMENTAL_MAX_FILES or any(_is_test_file(p) for p in dirty):
+        # A test file added or removed changes the "a test file nearby" reason elsewhere.
+        return None
+    t0 = time.monotonic()
+    reporter.detail(f"{len(dirty)} changed file(s) since the cached result: searching those")
+    searched = [p for p in dirty if now.changed.get(p) is not None and scan.eligible(p)]
+    cands = scan.find_candidates(target.root, searcher="auto", paths=searched, name=scan_.searcher)
+    tests = rank.NearbyTests(target.root)
+    files = {p: f for p, f in scan_.files.items() if p not in dirty}
+    lexed = 0
+    for path, lines in cands.hits.items():
+        fc = scan.lex_file(target.root, path, lines, cands.starts.get(path))
+        lexed += 1
+        files[path] = (
+            file_result(fc, lines, tests)
+            if fc is not None
+            else FileResult(path, len(lines), 0, OWN, 0, False, [])
+        )
+    files = dict(sorted(files.items()))
+    return Scan(
+        target=target,
+        searcher=scan_.searcher,
+        files=files,
+        items=_ranked(files.values()),
+        files_lexed=lexed,
+        files_cached=len(files) - lexed,
+        seconds={"update": round(time.monotonic() - t0, 3)},
+        cache="files",
+    )
+
+
+def _is_test_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py")
+
+
+def _save(result: Scan, cache: Path, state: TreeState) -> None:
+    reasons: dict[tuple[int, str], int] = {}  # most reasons repeat word for word: one table
+
+    def row(i: Item) -> list[Any]:
+        why = [reasons.setdefault((r.points, r.why), len(reasons)) for r in i.reasons]
+        return [i.id, i.line, i.end_line, i.col, i.text, list(i.form), why, i.test_file]
+
+    files = [
+        [f.path, f.hits, f.non_comment, f.kind, f.comments, f.unterminated,
+         [row(i) for i in f.items]]
+        for f in result.files.values()
+    ]  # fmt: skip
+    data = {
+        "version": SCAN_VERSION,
+        "root": str(result.target.root),
+        "head": state.head,
+        "changed": state.changed,
+        "searcher": result.searcher,
+        "reasons": [list(r) for r in reasons],
+        "files": files,
+    }
+    scan.write_json(_cache_file(result.target, cache), data, compact=True)
+
+
+# What _save writes; a file of another shape is a miss (the tree is scanned again).
+_FORM = Row(str, str, [str], [int], [int], [str], [str], str)
+_ITEM = Row(str, int, int, int, str, _FORM, [int], (str, None))
+STORED_SHAPE = {
+    "version": int,
+    "root": str,
+    "head": str,
+    "changed": {str: (Row(int, int), None)},
+    "searcher": str,
+    "reasons": [Row(int, str)],
+    "files": [Row(str, int, int, str, int, bool, [_ITEM])],
+}
+
+
+def _stored(target: Target, data: dict[str, Any]) -> tuple[TreeState, Scan] | None:
+    """The cached result, or None when there is none or it does not validate."""
+    if not matches(data, STORED_SHAPE):
+        return None
+    try:
+        if data.get("version") != SCAN_VERSION or data.get("root") != str(target.root):
+            return None
+        changed = data["changed"]
+        if not isinstance(changed, dict) or not all(
+            v is None or (isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v))
+            for v in changed.values()
+        ):
+            return None
+        state = TreeState(str(data["head"]), changed)
+        reasons = [rank.Reason(int(p), str(w)) for p, w in data["reasons"]]
+        files: dict[str, FileResult] = {}
+        for path, hits, non_comment, kind, comments, unterminated, rows in data["files"]:
+            if kind not in (OWN, VENDORED, GENERATED) or type(path) is not str:
+                return None
+            lang = language(path) or "c++"
+            module = rank.module_of(path)
+            items = [_item_from(path, lang, module, row, reasons) for row in rows]
+            files[path] = FileResult(
+                path, int(hits), int(non_comment), kind, int(comments), bool(unterminated), items
+            )
+        scan_ = Scan(
+            target=target,
+            searcher=str(data["searcher"]),
+            files=files,
+            items=_ranked(files.values()),
+            files_lexed=0,
+            files_cached=len(files),
+            seconds={},
+        )
+        return state, scan_
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _item_from(
+    path: str, lang: str, module: str, row: list[Any], reasons: list[rank.Reason]
+) -> Item:
+    # Thousands per run: plain checks, no per-field conversions.
+    iid, line, end, col, text, form, why, test_file = row
+    tag, kind, owners, issues, pulls, internal, others, body = form
+    f = forms.Form(
+        tag, kind, tuple(owners), tuple(issues), tuple(pulls), tuple(internal), tuple(others), body
+    )
+    if not (
+        type(iid) is str
+        and type(text) is str
+        and type(line) is int
+        and type(end) is int
+        and type(col) is int
+        and type(tag) is str
+        and type(kind) is str
+        and type(body) is str
+        and (test_file is None or type(test_file) is str)
+    ) or any(type(n) is not int for n in f.issues + f.pulls):
+        raise ValueError("not an item")
+    item = Item(iid, path, line, end, col, lang, module, text, f)
+    item.reasons = [reasons[n] for n in why]
+    item.test_file = test_file
+    return item

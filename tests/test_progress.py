@@ -1,0 +1,75 @@
+"""Progress where a step can take more than a couple of seconds: rich bars on a
+terminal, plain lines anywhere else, nothing with --json."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from onboard.console import RichReporter, _LineTask
+
+
+def _reporter(quiet: bool = False) -> tuple[RichReporter, io.StringIO]:
+    out = io.StringIO()
+    reporter = RichReporter(quiet=quiet)
+    reporter._console = Console(file=out, force_terminal=False, width=200)
+    return reporter, out
+
+
+def test_a_task_off_a_terminal_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    reporter, out = _reporter()
+    with reporter.task("reading [the] files", total=8) as task:
+        for n in range(1, 9):
+            task.update(completed=n)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "> reading [the] files (8)"  # markup in names is text
+    assert [ln.split(" (")[0] for ln in lines[1:4]] == [
+        "  reading [the] files: 2/8",
+        "  reading [the] files: 4/8",
+        "  reading [the] files: 6/8",
+    ]
+    assert lines[-1].startswith("  reading [the] files: done in ") and lines[-1].endswith("8/8")
+    assert "\x1b[" not in out.getvalue()  # no terminal codes in a log
+
+    # A silent wait says it is still working; a failure says the task stopped.
+    monkeypatch.setattr(_LineTask, "HEARTBEAT_S", 0.05)
+    reporter, out = _reporter()
+    with pytest.raises(RuntimeError), reporter.task("regenerating"):
+        time.sleep(0.3)
+        raise RuntimeError("boom")
+    text = out.getvalue()
+    assert "  regenerating: still working (" in text
+    assert text.splitlines()[-1].startswith("  regenerating: stopped in ")
+
+
+def test_json_mode_prints_no_progress() -> None:
+    reporter, out = _reporter(quiet=True)
+    with reporter.task("reading", total=2) as task:
+        task.update(completed=2)
+    reporter.step("a step")
+    assert out.getvalue() == ""
+
+
+def test_harvest_cold_run_reports_progress_in_a_log(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    (repo / "torch").mkdir(parents=True)
+    (repo / "torch" / "a.py").write_text("# TODO: a thing\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    argv = [sys.executable, "-m", "onboard", "harvest", "--repo", str(repo), "--offline"]
+    plain = subprocess.run(
+        [*argv, "--no-cache"], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert "> checking which hits are real comments (1)" in plain.stderr
+    assert "checking which hits are real comments: done in" in plain.stderr
+    as_json = subprocess.run(
+        [*argv, "--no-cache", "--json"], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert as_json.returncode == 0 and as_json.stderr == ""
+    assert as_json.stdout.lstrip().startswith("{")
