@@ -856,6 +856,11 @@ def commit_index(repo: str | os.PathLike[str], message: str) -> str:
     return out(repo, *args, extra_env=_identity_env(repo), what="committing the scaffold")
 
 
+def tree_matches_head(repo: str | os.PathLike[str]) -> bool:
+    """No tracked file differs from HEAD, in the index or the work tree (one cheap call)."""
+    return git(repo, "diff-index", "--quiet", "HEAD", "--", check=False).returncode == 0
+
+
 def tracked_changes(repo: str | os.PathLike[str]) -> list[str]:
     """`git status --porcelain` lines for tracked files only (what a checkout would lose)."""
     return status_porcelain(repo, untracked=False)

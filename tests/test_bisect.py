@@ -239,6 +239,30 @@ def test_a_repro_that_edits_a_tracked_file_is_undone(
     assert _state(info.path) == before
 
 
+def test_a_repro_edit_no_checkout_touches_is_not_carried_into_the_next_test(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    # torch/__init__.py is the same in every commit: git bisect would carry the edit
+    # on, and each later step would test its commit plus the repro's leftovers.
+    info = _make(pytorch_repo_factory)
+    before = _state(info.path)
+    repro = _repro(
+        tmp_path,
+        """
+        path = os.path.join(os.environ["ONBOARD_BISECT_CHECKOUT"], "torch", "__init__.py")
+        with open(path) as fh:
+            leftover = "# touched by the repro" in fh.read()
+        with open(path, "a") as fh:
+            fh.write("# touched by the repro\\n")
+        sys.exit(1 if leftover or not ok else 0)
+        """,
+    )
+    result = run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    assert result.commits is not None and result.commits.culprit is not None
+    assert result.commits.culprit.sha == info.regression_sha
+    assert _state(info.path) == before
+
+
 def test_segfault_counts_as_bad_and_does_not_abort(
     pytorch_repo_factory: RepoFactory, tmp_path: Path
 ) -> None:

@@ -153,9 +153,16 @@ class CommitBisector:
         return Step(sha, label, phase, self.terms.mark(verdict.value), verdict, reason, build)
 
     def _mark(self, term: str) -> str:
-        """``git bisect TERM`` and its answer; an edit the repro made to a tracked file that
-        the next checkout would overwrite is undone, and the mark made again."""
+        """``git bisect TERM`` and its answer. The tree was clean when the bisect began,
+        so an edit of a tracked file now is the repro's: it is undone before the next
+        commit is checked out, or it would be tested along with that commit."""
         with self.guard.critical():
+            if not git.tree_matches_head(self.repo):
+                self.reporter.detail(
+                    "undoing changes the repro made to tracked files: "
+                    + ", ".join(git.status_porcelain(self.repo, untracked=False))
+                )
+                git.reset_hard(self.repo)
             answer = git.bisect_mark(self.repo, term)
             if not answer.ok and _LOCAL_CHANGES in answer.stderr:
                 self.reporter.detail(
