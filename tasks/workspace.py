@@ -25,10 +25,12 @@ def verify(session: nox.Session) -> None:
     """Check the workspace: checkout commit, IDE/debugger files, prefix mapping, ..."""
     from onboard import workspace
     from onboard.console import stdout_console
+    from onboard.report import LineReporter
     from onboard.workflows.verify import run_checks, write_report
 
     ws = workspace.load(Path.cwd())
-    result = run_checks(ws)
+    # A line as each check starts and ends: `onboard verify` shows them live.
+    result = run_checks(ws, LineReporter())
     report = write_report(result)
     result.render(stdout_console(), verbose=False)
     session.log(f"report: {report}")
