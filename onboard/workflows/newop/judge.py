@@ -244,9 +244,8 @@ class _Judge:
             return Step(what, PASSED, detail)
         shown = []
         for entry in bad[:3]:
-            shown.append(
-                f"{entry['dtype']} ({entry['differing']} differ): " + "; ".join(entry["shown"][:2])
-            )
+            head = f"{entry['dtype']}, {entry['differing']} values differ: "
+            shown.append(head + "; ".join(entry["shown"][:2]))
         detail = (
             f"{len(bad)} of {len(judged)} dtypes differ from {oracle} "
             f"(input -> expected -> got): " + " | ".join(shown)
