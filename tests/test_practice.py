@@ -348,3 +348,32 @@ def test_cli_practice_and_reveal_json(ws: workspace.Workspace) -> None:
     assert both.returncode == 2 and "--reveal" in both.stderr
     # The checkout's own branch is where the user left it, apart from the practice.
     assert data["commit"] == _git(ws.checkout_path, "rev-parse", "HEAD").strip()
+
+
+def test_an_op_the_installed_torch_lacks_cannot_be_practised(tmp_path: Path) -> None:
+    """In the checkout's yaml (a new op on some branch), but nothing can judge it."""
+    ws = make_workspace(tmp_path / "ws")
+    yaml_path = ws.checkout_path / "aten/src/ATen/native/native_functions.yaml"
+    text = yaml_path.read_text()
+    start = text.index("- func: trunc(Tensor self) -> Tensor")
+    end = text.index("- func: fix(", start)
+    yaml_path.write_text(text + "\n" + text[start:end].replace("trunc", "their_op"))
+    header = ws.checkout_path / "aten/src/ATen/native/UnaryOps.h"
+    header.write_text(header.read_text() + "DECLARE_DISPATCH(unary_fn, their_op_stub)\n")
+    _git(ws.checkout_path, "commit", "-qam", "their op")
+    with pytest.raises(BadInput) as info:
+        scaffold(ws, "their_op")
+    assert "not in the installed torch" in info.value.paragraph()
+    assert "onboard new-op trunc" in info.value.paragraph()
+
+
+def test_verify_takes_a_practice_branch_on_a_full_checkout_as_the_installed_sources(
+    tmp_path: Path,
+) -> None:
+    from onboard.workflows import verify
+
+    ws = full_workspace(tmp_path / "ws")
+    scaffold(ws, "trunc")
+    check = verify.installed_commit(verify.VerifyContext(ws))
+    assert check.status == "passed", check
+    assert "1 commit(s) of yours on top of the installed commit" in check.detail

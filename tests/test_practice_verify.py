@@ -33,11 +33,13 @@ def test_practice_on_trunc_fails_until_the_kernel_is_written(tmp_path: Path) -> 
     assert json.loads(started.stdout)["branch"] == "onboard/practice-trunc"
     assert (root / "PRACTICE.md").is_file()
 
-    before = onboard("verify", "--json", "--workspace", str(root), cwd=root)
+    before = onboard("verify", "--workspace", str(root), cwd=root)
     assert before.returncode == 1, before.stderr[-3000:]
-    # Progress: a line as each check starts and ends, on stderr only.
+    # Progress, off a terminal: a plain line as each check starts and ends, on stderr.
     assert "started: aten::trunc (practice): CPU compile" in before.stderr
-    mine = practice_checks(json.loads(before.stdout))
+    assert ": aten::trunc (practice): nvcc (" in before.stderr  # its end, with the time
+    assert "started:" not in before.stdout
+    mine = practice_checks(json.loads((root / ".onboard" / "verify.json").read_text()))
     numerics = mine["practice trunc: numerics against torch.trunc"]
     assert numerics["status"] == "failed"
     assert "You have not written the kernel yet" in numerics["detail"]
@@ -52,6 +54,7 @@ def test_practice_on_trunc_fails_until_the_kernel_is_written(tmp_path: Path) -> 
             re.sub(r"return a;(\s*// PRACTICE)", rf"return {math};\1", path.read_text())
         )
     after = onboard("verify", "--json", "--workspace", str(root), cwd=root)
+    assert after.stderr == ""  # --json: one JSON object on stdout, no progress anywhere
     data = json.loads(after.stdout)
     mine = practice_checks(data)
     numerics = mine["practice trunc: numerics against torch.trunc"]

@@ -121,3 +121,28 @@ def test_onboard_verify_shows_each_check_the_session_reports(
     assert "started: aten::my_frac: nvcc" in reporter.messages
     assert "passed: aten::my_frac: nvcc (12.5 s)" in reporter.messages
     assert "nox > Running session verify" in reporter.messages  # a detail (-v)
+
+
+def test_the_terminal_reporter_prints_plain_lines_off_a_terminal_and_nothing_quiet() -> None:
+    from rich.console import Console
+
+    from onboard.console import RichReporter
+
+    stream = io.StringIO()
+    reporter = RichReporter(_console=Console(file=stream, force_terminal=False))
+    reporter.check_started("aten::trunc (practice): nvcc")
+    reporter.check_finished("aten::trunc (practice): nvcc", "passed", 3.04)
+    assert stream.getvalue().splitlines() == [
+        "started: aten::trunc (practice): nvcc",
+        "passed: aten::trunc (practice): nvcc (3.0 s)",
+    ]
+    quiet_stream = io.StringIO()
+    quiet = RichReporter(quiet=True, _console=Console(file=quiet_stream))
+    quiet.check_started("x")
+    quiet.check_finished("x", "failed", 1.0)
+    assert quiet_stream.getvalue() == ""
+    live = io.StringIO()
+    terminal = RichReporter(_console=Console(file=live, force_terminal=True, width=120))
+    terminal.check_started("aten::my_frac: nvcc")
+    terminal.check_finished("aten::my_frac: nvcc", "failed", 2.0)
+    assert "aten::my_frac: nvcc" in live.getvalue() and terminal._status is None

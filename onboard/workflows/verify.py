@@ -264,6 +264,15 @@ def installed_commit(ctx: VerifyContext) -> Check:
         )
     if head is None:
         return Check(name, FAILED, f"{repo} has no commit checked out")
+    if head != ws.commit and ws.commit and git.is_ancestor(repo, ws.commit, head):
+        # Your own commits on top (a new-op or practice branch): still the installed sources.
+        ahead = git.count_range(repo, ws.commit, head, first_parent=False)
+        return Check(
+            name,
+            PASSED,
+            f"HEAD {head[:12]} is {ahead} commit(s) of yours on top of the installed commit "
+            f"{ws.commit[:12]}",
+        )
     if head != ws.commit:
         return Check(
             name, FAILED, f"HEAD is {head[:12]}, the workspace expects {(ws.commit or '?')[:12]}"

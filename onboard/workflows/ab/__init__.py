@@ -16,6 +16,7 @@ import difflib
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -182,7 +183,7 @@ def _outputs(done: list[runs.Run]) -> tuple[bool | None, str, str]:
     return False, diff, ""
 
 
-def _metrics(done: list[runs.Run]) -> list[Metric]:
+def _metrics(done: list[runs.Run], resamples: int = stats.RESAMPLES) -> list[Metric]:
     names: list[str] = []
     for run in done:
         names += [n for n in run.metrics if n not in names]
@@ -191,7 +192,8 @@ def _metrics(done: list[runs.Run]) -> list[Metric]:
         a = [r.metrics[name] for r in done if r.side == "A" and name in r.metrics]
         b = [r.metrics[name] for r in done if r.side == "B" and name in r.metrics]
         if a and b:
-            found.append(Metric(name, a, b, stats.compare(a, b, time_like=time_like(name))))
+            result = stats.compare(a, b, time_like=time_like(name), resamples=resamples)
+            found.append(Metric(name, a, b, result))
     return found
 
 
@@ -218,6 +220,40 @@ def _noise(done: list[runs.Run], load_before: float, load_after: float) -> dict[
         "noisy": noisy,
         "warning": warning,
     }
+
+
+def _rounds(
+    once: Callable[[str], runs.Run],
+    result: ABResult,
+    rounds: int | None,
+    start: float,
+    reporter: Reporter,
+) -> list[runs.Run]:
+    """A B / B A rounds: ``rounds`` of them, or until every verdict is clear (at least
+    MIN_ROUNDS) or the next round would pass the budget."""
+    done: list[runs.Run] = []
+    wanted = rounds or MAX_ROUNDS
+    with reporter.task("A/B rounds", total=rounds) as task:
+        while result.rounds < wanted:
+            order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
+            begun = time.monotonic()
+            done += [once(label) for label in order]
+            round_seconds = time.monotonic() - begun
+            result.rounds += 1
+            task.update(completed=result.rounds, detail=f"{round_seconds:.1f} s a round")
+            if rounds is not None:
+                continue
+            if result.rounds >= MIN_ROUNDS and all(
+                m.result.clear for m in _metrics(done, stats.QUICK_RESAMPLES)
+            ):
+                break
+            if time.monotonic() - start + round_seconds > result.budget:
+                result.notes.append(
+                    f"stopped after {result.rounds} rounds: the --budget of {result.budget:g} s "
+                    "was spent before every verdict was clear"
+                )
+                break
+    return done
 
 
 def compare(
@@ -261,28 +297,7 @@ def compare(
 
         reporter.step(f"warm-up: one run on A ({side_a.spec}) and one on B ({side_b.spec})")
         warm = [once("A"), once("B")]
-        round_seconds = sum(r.seconds for r in warm)
-        done: list[runs.Run] = []
-        wanted = rounds or MAX_ROUNDS
-        with reporter.task("A/B rounds", total=rounds) as task:
-            while result.rounds < wanted:
-                order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
-                begun = time.monotonic()
-                done += [once(label) for label in order]
-                round_seconds = time.monotonic() - begun
-                result.rounds += 1
-                task.update(completed=result.rounds, detail=f"{round_seconds:.1f} s a round")
-                if rounds is not None:
-                    continue
-                spent = time.monotonic() - start
-                if result.rounds >= MIN_ROUNDS and all(m.result.clear for m in _metrics(done)):
-                    break
-                if spent + round_seconds > budget:
-                    result.notes.append(
-                        f"stopped after {result.rounds} rounds: the --budget of {budget:g} s "
-                        "was spent before every verdict was clear"
-                    )
-                    break
+        done = _rounds(once, result, rounds, time.monotonic(), reporter)
     result.same_output, result.output_diff, result.output_note = _outputs(warm + done)
     result.metrics = _metrics(done)
     result.noise = _noise(done, load_before, os.getloadavg()[0])

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 # times on a shared machine wander by about that much between identical runs.
 MIN_EFFECT = 0.02
 RESAMPLES = 2000
+# Between rounds, whether to go on is decided on fewer resamples (it runs each round).
+QUICK_RESAMPLES = 400
 FASTER = "faster"
 SLOWER = "slower"
 LOWER = "lower"
@@ -37,22 +39,26 @@ class Comparison:
     detail: str
 
 
-def bootstrap(a: list[float], b: list[float], seed: int = 0) -> tuple[float, float] | None:
+def bootstrap(
+    a: list[float], b: list[float], seed: int = 0, resamples: int = RESAMPLES
+) -> tuple[float, float] | None:
     """95% interval of median(B)/median(A) over resamples of each side."""
     rng = random.Random(seed)
     ratios = []
-    for _ in range(RESAMPLES):
+    for _ in range(resamples):
         ma = statistics.median(rng.choices(a, k=len(a)))
         mb = statistics.median(rng.choices(b, k=len(b)))
         if ma > 0:
             ratios.append(mb / ma)
-    if len(ratios) < RESAMPLES // 2:
+    if len(ratios) < resamples // 2:
         return None
     ratios.sort()
     return ratios[int(0.025 * len(ratios))], ratios[int(0.975 * len(ratios)) - 1]
 
 
-def compare(a: list[float], b: list[float], *, time_like: bool) -> Comparison:
+def compare(
+    a: list[float], b: list[float], *, time_like: bool, resamples: int = RESAMPLES
+) -> Comparison:
     """A and B's values of one metric (lower is better when ``time_like``)."""
     ma, mb = statistics.median(a), statistics.median(b)
     down, up = (FASTER, SLOWER) if time_like else (LOWER, HIGHER)
@@ -60,7 +66,7 @@ def compare(a: list[float], b: list[float], *, time_like: bool) -> Comparison:
         same = mb == 0
         return Comparison(ma, mb, None, None, None, NO_CHANGE if same else up, same, "A is 0")
     ratio = mb / ma
-    interval = bootstrap(a, b) if len(a) > 1 and len(b) > 1 else None
+    interval = bootstrap(a, b, resamples=resamples) if len(a) > 1 and len(b) > 1 else None
     if interval is None:
         return Comparison(ma, mb, ratio, None, None, NO_CHANGE, False, "too few runs")
     low, high = interval
