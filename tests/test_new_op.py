@@ -28,7 +28,7 @@ from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop.plan import DECOMP_EXPECT, DOCS_INDEX, context
 from onboard.workflows.newop.steps import first_compiler_error as _first_compiler_error
 from onboard.workflows.newop.steps import reference as _reference
-from onboard.workflows.newop.verify import _OpCheck
+from onboard.workflows.newop.verify import consistency
 
 NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 
@@ -577,23 +577,21 @@ def test_torchgen_accepts_the_edited_yaml_and_derivatives(ws: workspace.Workspac
 
 def test_consistency_names_the_file_that_lacks_the_registration(ws: workspace.Workspace) -> None:
     scaffold(ws, "my_frac")
-    from onboard.report import Reporter
-    from onboard.workflows.newop.toolchain import Env
-
-    env = Env(sys.executable, find_torch_dir(), find_package_dir("torchgen"))
-    check = _OpCheck(ws, "my_frac", Reporter(), env)
-    check.facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_out"}}
-    assert check.consistency().status == "passed"
+    files = manifests.load(ws.root, "my_frac").files
+    facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_out"}}
+    assert consistency(ws.checkout_path, "my_frac", files, facts).status == "passed"
     cu = ws.checkout_path / "aten/src/ATen/native/cuda/MyFrac.cu"
     cu.write_text(
         cu.read_text().replace("REGISTER_DISPATCH(my_frac_stub", "// REGISTER(my_frac_stub")
     )
-    step = check.consistency()
+    step = consistency(ws.checkout_path, "my_frac", files, facts)
     assert step.status == "failed"
     assert "not registered for CUDA" in step.detail
     assert step.location == "aten/src/ATen/native/cuda/MyFrac.cu"
-    check.facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_cuda_out"}}
-    assert "CUDA to my_frac_cuda_out" in check.consistency().detail
+    facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_cuda_out"}}
+    assert (
+        "CUDA to my_frac_cuda_out" in consistency(ws.checkout_path, "my_frac", files, facts).detail
+    )
 
 
 def test_compiler_errors_point_at_the_checkout_file(tmp_path: Path) -> None:

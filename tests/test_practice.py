@@ -180,15 +180,8 @@ def test_practice_on_a_full_checkout_takes_out_the_real_kernel_on_its_branch_onl
         assert _git(repo, "show", f"{branch}:{REAL_CPU}") == before_cpu
         assert _git(repo, "show", f"{branch}:{REAL_CU}") == before_cu
     # Only the learner's files register the stub now.
-    step = judge._Judge.registrations(_judge(ws))
+    step = judge.registrations(ws.checkout_path, manifests.load(ws.root, "trunc"))
     assert step.status == "passed", step
-
-
-def _judge(ws: workspace.Workspace) -> judge._Judge:
-    from onboard.report import Reporter
-    from onboard.workflows.newop.toolchain import Env
-
-    return judge._Judge(ws, "trunc", Reporter(), Env(sys.executable, Path(), Path()))
 
 
 def test_the_judge_finds_a_real_registration_left_behind(tmp_path: Path) -> None:
@@ -196,7 +189,7 @@ def test_the_judge_finds_a_real_registration_left_behind(tmp_path: Path) -> None
     scaffold(ws, "trunc")
     real = ws.checkout_path / REAL_CU
     real.write_text(real.read_text() + "REGISTER_DISPATCH(trunc_stub, &trunc_kernel_cuda)\n")
-    step = _judge(ws).registrations()
+    step = judge.registrations(ws.checkout_path, manifests.load(ws.root, "trunc"))
     assert step.status == "failed"
     assert "registered for CUDA at aten/src/ATen/native/cuda/UnaryFractionKernels.cu" in (
         step.detail
@@ -208,16 +201,17 @@ def test_the_judge_says_when_the_cuda_line_is_still_the_placeholder(
     ws: workspace.Workspace,
 ) -> None:
     scaffold(ws, "trunc")
-    step = _judge(ws).cuda_written()
+    manifest = manifests.load(ws.root, "trunc")
+    step = judge.cuda_written(ws.checkout_path, manifest)
     assert step.status == "failed" and step.location is not None
     assert step.location.startswith(CU + ":")
     cu = ws.checkout_path / CU
     cu.write_text(cu.read_text().replace("return a;", "return ::trunc(a);"))
-    assert _judge(ws).cuda_written().status == "passed"
-    assert _judge(ws).pytorch_parts().status == "passed"
+    assert judge.cuda_written(ws.checkout_path, manifest).status == "passed"
+    assert judge.pytorch_parts(ws.checkout_path, manifest).status == "passed"
     yaml_path = ws.checkout_path / "aten/src/ATen/native/native_functions.yaml"
     yaml_path.write_text(yaml_path.read_text() + "\n# mine\n")
-    assert _judge(ws).pytorch_parts().status == "not checked"
+    assert judge.pytorch_parts(ws.checkout_path, manifest).status == "not checked"
 
 
 def test_take_out_keeps_a_kernel_function_something_else_uses() -> None:

@@ -82,6 +82,74 @@ def placeholder_line(path: Path, manifest: manifests.Manifest) -> int | None:
     return line if re.match(rf"\s*return\s+{re.escape(placeholder)}\s*;", text) else None
 
 
+def registrations(checkout: Path, manifest: manifests.Manifest) -> Step:
+    """The learner's files register the stub, and nothing else does (an in-tree build
+    would register it twice)."""
+    stub = f"{manifest.name}_stub"
+    what = f"your kernels register {stub}"
+    cpu, cu = manifest.files.get("CPU kernel", ""), manifest.files.get("CUDA kernel", "")
+    texts = sites.sources(checkout, manifest.name, [cpu, cu])
+    found = sites.registrations(texts, stub)
+    problems = []
+    for key, mine in (("CPU", cpu), ("CUDA", cu)):
+        hits = found[key]
+        if not any(h.rsplit(":", 1)[0] == mine for h in hits):
+            problems.append((f"{mine} does not register {stub} for {key}", mine))
+        others = [h for h in hits if h.rsplit(":", 1)[0] != mine]
+        if others:
+            problems.append(
+                (
+                    f"{stub} is also registered for {key} at {', '.join(others)}: an "
+                    "in-tree build would register it twice",
+                    others[0],
+                )
+            )
+    if problems:
+        return Step(what, FAILED, "; ".join(p for p, _ in problems), problems[0][1])
+    return Step(what, PASSED, f"REGISTER_DISPATCH({stub}, ...) in {cpu} and {cu} only")
+
+
+def pytorch_parts(checkout: Path, manifest: manifests.Manifest) -> Step:
+    """The yaml entry and the stub's declaration are PyTorch's own, so torchgen's code for
+    the op is what the installed torch was built with: nothing to regenerate."""
+    what = "yaml entry and DispatchStub declaration (PyTorch's own)"
+    header = manifest.files.get("header", "")
+    base = manifest.practice.get("base_commit")
+    paths = [p for p in (NATIVE_YAML, header) if p]
+    changed: list[str] = []
+    if base and git.rev_parse(checkout, base):
+        changed = git.out(checkout, "diff", "--name-only", base, "--", *paths).split()
+    if changed:
+        return Step(
+            what,
+            NOT_CHECKED,
+            f"you changed {', '.join(changed)}; practice judges the kernel, against "
+            "PyTorch's own entries (`onboard new-op NEW_NAME` checks yaml you write)",
+            changed[0],
+        )
+    return Step(
+        what,
+        PASSED,
+        f"{', '.join(paths)} unchanged since the practice began: torchgen's code for "
+        f"aten::{manifest.name} is the installed torch's own (not regenerated)",
+    )
+
+
+def cuda_written(checkout: Path, manifest: manifests.Manifest) -> Step:
+    what = "CUDA kernel written"
+    cu = manifest.files.get("CUDA kernel", "")
+    line = placeholder_line(checkout / cu, manifest)
+    if line is not None:
+        return Step(
+            what,
+            FAILED,
+            f"{cu}:{line} still returns the placeholder: write {manifest.name}'s math there "
+            "too (nvcc compiles it here; it runs only on a GPU)",
+            f"{cu}:{line}",
+        )
+    return Step(what, PASSED, f"the marked line of {cu} is yours")
+
+
 class _Judge:
     def __init__(self, ws: Workspace, name: str, reporter: Reporter, env: Env) -> None:
         self.ws = ws
@@ -94,70 +162,6 @@ class _Judge:
         self.cache = ws.root / ".onboard" / "cache" / "practice" / name
         self.cache.mkdir(parents=True, exist_ok=True)
         self.stub = f"{name}_stub"
-
-    def registrations(self) -> Step:
-        """The learner's files register the stub, and nothing else does (an in-tree build
-        would register it twice)."""
-        what = f"your kernels register {self.stub}"
-        cpu, cu = self.files.get("CPU kernel", ""), self.files.get("CUDA kernel", "")
-        texts = sites.sources(self.checkout, self.name, [cpu, cu])
-        found = sites.registrations(texts, self.stub)
-        problems = []
-        for key, mine in (("CPU", cpu), ("CUDA", cu)):
-            hits = found[key]
-            if not any(h.rsplit(":", 1)[0] == mine for h in hits):
-                problems.append((f"{mine} does not register {self.stub} for {key}", mine))
-            others = [h for h in hits if h.rsplit(":", 1)[0] != mine]
-            if others:
-                problems.append(
-                    (
-                        f"{self.stub} is also registered for {key} at {', '.join(others)}: an "
-                        "in-tree build would register it twice",
-                        others[0],
-                    )
-                )
-        if problems:
-            return Step(what, FAILED, "; ".join(p for p, _ in problems), problems[0][1])
-        return Step(what, PASSED, f"REGISTER_DISPATCH({self.stub}, ...) in {cpu} and {cu} only")
-
-    def pytorch_parts(self) -> Step:
-        """The yaml entry and the stub's declaration are PyTorch's own, so torchgen's code for
-        the op is what the installed torch was built with: nothing to regenerate."""
-        what = "yaml entry and DispatchStub declaration (PyTorch's own)"
-        header = self.files.get("header", "")
-        base = self.manifest.practice.get("base_commit")
-        paths = [p for p in (NATIVE_YAML, header) if p]
-        changed: list[str] = []
-        if base and git.rev_parse(self.checkout, base):
-            changed = git.out(self.checkout, "diff", "--name-only", base, "--", *paths).split()
-        if changed:
-            return Step(
-                what,
-                NOT_CHECKED,
-                f"you changed {', '.join(changed)}; practice judges the kernel, against "
-                "PyTorch's own entries (`onboard new-op NEW_NAME` checks yaml you write)",
-                changed[0],
-            )
-        return Step(
-            what,
-            PASSED,
-            f"{', '.join(paths)} unchanged since the practice began: torchgen's code for "
-            f"aten::{self.name} is the installed torch's own (not regenerated)",
-        )
-
-    def cuda_written(self) -> Step:
-        what = "CUDA kernel written"
-        cu = self.files.get("CUDA kernel", "")
-        line = placeholder_line(self.checkout / cu, self.manifest)
-        if line is not None:
-            return Step(
-                what,
-                FAILED,
-                f"{cu}:{line} still returns the placeholder: write {self.name}'s math there "
-                "too (nvcc compiles it here; it runs only on a GPU)",
-                f"{cu}:{line}",
-            )
-        return Step(what, PASSED, f"the marked line of {cu} is yours")
 
     def _glue(self, glue: Path) -> Path:
         fam = self.manifest.family
@@ -273,7 +277,10 @@ class _Judge:
     def run(self) -> OpVerification:
         start = time.monotonic()
         out = OpVerification(self.name)
-        out.steps += [self.registrations(), self.pytorch_parts(), self.cuda_written()]
+        out.steps += [
+            check(self.checkout, self.manifest)
+            for check in (registrations, pytorch_parts, cuda_written)
+        ]
         op = f"aten::{self.name} (practice)"
         results = jobs.run_jobs(
             [

@@ -133,61 +133,10 @@ class _OpCheck:
         self.facts = parsed.facts
         steps = parsed.steps
         if parsed.ok:
-            steps.append(self.consistency())
+            steps.append(consistency(self.checkout, self.name, self.files, self.facts))
         return steps
 
     # -- 2 ---------------------------------------------------------------
-    def consistency(self) -> Step:
-        name = self.name
-        stub = f"{name}_stub"
-        kernels = self.facts.get("kernels", {})
-        problems: list[tuple[str, str]] = []
-        impl = kernels.get("CPU")
-        yaml_at = torchgen_checks.yaml_location(self.checkout, name, "")
-        if impl is None or kernels.get("CUDA") is None:
-            problems.append((f"the `{name}.out` entry has no CPU/CUDA dispatch", yaml_at))
-        elif kernels.get("CUDA") != impl:
-            problems.append((f"CPU dispatches to {impl} but CUDA to {kernels['CUDA']}", yaml_at))
-        texts = sites.sources(self.checkout, name, self.files.values())
-        registered = sites.registrations(texts, stub)
-        meta_impl = self.files.get("meta/impl", f"aten/src/ATen/native/{name}.cpp")
-        found = {
-            "declared": sites.find(texts, rf"DECLARE_DISPATCH\([^;]*\b{stub}\s*\)", (".h",)),
-            "defined": sites.find(texts, rf"DEFINE_DISPATCH\(\s*{stub}\s*\)", (".cpp",)),
-            "called": sites.find(texts, rf"\b{stub}\s*\(\s*device_type\(\)", (".cpp",)),
-            "registered for CPU": next(iter(registered["CPU"]), None),
-            "registered for CUDA": next(iter(registered["CUDA"]), None),
-            "meta function": sites.find(texts, rf"TORCH_META_FUNC\(\s*{name}\s*\)", (".cpp",)),
-        }
-        if impl:
-            pattern = rf"TORCH_IMPL_FUNC\(\s*{re.escape(impl)}\s*\)"
-            found["impl function"] = sites.find(texts, pattern, (".cpp",))
-        for what, where in found.items():
-            if where is not None:
-                continue
-            hint = {
-                "declared": self.files.get("header", "aten/src/ATen/native/UnaryOps.h"),
-                "registered for CPU": self.files.get("CPU kernel", meta_impl),
-                "registered for CUDA": self.files.get("CUDA kernel", meta_impl),
-            }.get(what, meta_impl)
-            if what.startswith(("declared", "defined", "called", "registered")):
-                label = f"`{stub}` is not {what}"
-            elif what == "impl function":
-                label = f"no impl function TORCH_IMPL_FUNC({impl}) matching the dispatch entry"
-            else:
-                label = f"no meta function TORCH_META_FUNC({name})"
-            problems.append((label, hint))
-        if problems:
-            detail = "; ".join(p for p, _ in problems)
-            return Step("stub and impl consistent across files", FAILED, detail, problems[0][1])
-        return Step(
-            "stub and impl consistent across files",
-            PASSED,
-            f"{stub} declared ({found['declared']}), defined ({found['defined']}), registered "
-            f"for CPU ({found['registered for CPU']}) and CUDA ({found['registered for CUDA']}); "
-            f"TORCH_IMPL_FUNC({impl}) matches `CPU, CUDA: {impl}`",
-        )
-
     # -- 4 ---------------------------------------------------------------
     def _overlay(self) -> Path:
         """The checkout's edited stub header, seen before the installed one (the op's
@@ -273,71 +222,9 @@ class _OpCheck:
         if payload.get("reference_error"):
             steps.append(Step(NUMERICS_STEP, FAILED, payload["reference_error"], ref_loc))
             return steps
-        steps.append(self._numerics_step(payload["cases"], kernel, ref_loc, expression))
-        steps += self._meta_and_opcheck(payload["checks"], meta_impl)
+        steps.append(numerics(self.checkout, payload["cases"], kernel, ref_loc, expression))
+        steps += meta_and_opcheck(self.checkout, payload["checks"], meta_impl)
         return steps
-
-    def _meta_and_opcheck(self, checks: dict[str, Any], meta_impl: str) -> list[Step]:
-        meta = checks["meta"]
-        meta_line = first_line_of(self.checkout / meta_impl, "TORCH_META_FUNC") or 1
-        at_meta = f"{meta_impl}:{meta_line}"
-        status, where = (PASSED, None) if meta["ok"] else (FAILED, at_meta)
-        steps = [Step("meta device", status, meta["detail"], where)]
-        bad = {k: v for k, v in checks["opcheck"].items() if not v["ok"]}
-        if bad:
-            detail = "; ".join(f"{k}: {v['detail']}" for k, v in bad.items())
-            steps.append(Step("torch.library.opcheck", FAILED, detail, at_meta))
-        else:
-            steps.append(
-                Step(
-                    "torch.library.opcheck",
-                    PASSED,
-                    "test_schema, test_autograd_registration, test_faketensor pass for "
-                    + ", ".join(checks["opcheck"]),
-                )
-            )
-        return steps
-
-    def _numerics_step(
-        self, cases: list[dict[str, Any]], kernel: str, ref_loc: str, expression: str
-    ) -> Step:
-        failed = [c for c in cases if not c.get("ok")]
-        unsupported = sorted({c["dtype"] for c in cases if c.get("unsupported")})
-        checked = sorted(
-            {c["dtype"] for c in cases if c.get("ok") and not c.get("unsupported")},
-            key=["float32", "float64", "bfloat16", "float16", "int64"].index,
-        )
-        if not failed:
-            detail = (
-                f"functional, out= and in-place match `{expression}` for "
-                f"{', '.join(checked)} (Vectorized and scalar paths)"
-            )
-            if unsupported:
-                detail += f"; {', '.join(unsupported)} not supported, as scaffolded"
-            return Step(NUMERICS_STEP, PASSED, detail)
-        first = failed[0]
-        path = self.checkout / kernel
-        if first["variant"] == "reference":
-            where = ref_loc
-        elif first["dtype"] == "int64" and first_line_of(path, "cpu_kernel(") is not None:
-            where = loc(kernel, first_line_of(path, "cpu_kernel("))
-        else:
-            vec = first_line_of(path, "cpu_kernel_vec(") or 0
-            if first["path"] == "vector":
-                line = first_line_of(path, "Vectorized<", vec)
-            else:
-                line = first_line_of(path, re.compile(r"\bscalar_t\b.*->|->\s*scalar_t"), vec)
-            where = loc(kernel, line or vec or None)
-        shown = [f"{c['dtype']}/{c['variant']}/{c['path']}" for c in failed[:6]]
-        lane = "Vectorized" if first["path"] == "vector" else "scalar"
-        detail = (
-            f"{len(failed)} of {len(cases)} cases differ from REFERENCE `{expression}` "
-            f"({ref_loc}): {', '.join(shown)}{' ...' if len(failed) > 6 else ''}; first: "
-            f"{first.get('error', '')}"
-        )
-        if first["variant"] != "reference":
-            detail += f" - look at the {lane} lambda"
-        return Step(NUMERICS_STEP, FAILED, detail, where)
 
     # -- 5 ---------------------------------------------------------------
     def nvcc_check(self) -> Step:
@@ -396,6 +283,125 @@ class _OpCheck:
         out.steps += [Step(what, NOT_CHECKED, why) for what, why in NOT_VERIFIED]
         out.seconds = time.monotonic() - start
         return out
+
+
+def consistency(checkout: Path, name: str, files: dict[str, str], facts: dict[str, Any]) -> Step:
+    """The stub is declared, defined, called and registered for CPU and CUDA; the impl
+    function matches the dispatch entry torchgen read."""
+    stub = f"{name}_stub"
+    kernels = facts.get("kernels", {})
+    problems: list[tuple[str, str]] = []
+    impl = kernels.get("CPU")
+    yaml_at = torchgen_checks.yaml_location(checkout, name, "")
+    if impl is None or kernels.get("CUDA") is None:
+        problems.append((f"the `{name}.out` entry has no CPU/CUDA dispatch", yaml_at))
+    elif kernels.get("CUDA") != impl:
+        problems.append((f"CPU dispatches to {impl} but CUDA to {kernels['CUDA']}", yaml_at))
+    texts = sites.sources(checkout, name, files.values())
+    registered = sites.registrations(texts, stub)
+    meta_impl = files.get("meta/impl", f"aten/src/ATen/native/{name}.cpp")
+    found = {
+        "declared": sites.find(texts, rf"DECLARE_DISPATCH\([^;]*\b{stub}\s*\)", (".h",)),
+        "defined": sites.find(texts, rf"DEFINE_DISPATCH\(\s*{stub}\s*\)", (".cpp",)),
+        "called": sites.find(texts, rf"\b{stub}\s*\(\s*device_type\(\)", (".cpp",)),
+        "registered for CPU": next(iter(registered["CPU"]), None),
+        "registered for CUDA": next(iter(registered["CUDA"]), None),
+        "meta function": sites.find(texts, rf"TORCH_META_FUNC\(\s*{name}\s*\)", (".cpp",)),
+    }
+    if impl:
+        pattern = rf"TORCH_IMPL_FUNC\(\s*{re.escape(impl)}\s*\)"
+        found["impl function"] = sites.find(texts, pattern, (".cpp",))
+    for what, where in found.items():
+        if where is not None:
+            continue
+        hint = {
+            "declared": files.get("header", "aten/src/ATen/native/UnaryOps.h"),
+            "registered for CPU": files.get("CPU kernel", meta_impl),
+            "registered for CUDA": files.get("CUDA kernel", meta_impl),
+        }.get(what, meta_impl)
+        if what.startswith(("declared", "defined", "called", "registered")):
+            label = f"`{stub}` is not {what}"
+        elif what == "impl function":
+            label = f"no impl function TORCH_IMPL_FUNC({impl}) matching the dispatch entry"
+        else:
+            label = f"no meta function TORCH_META_FUNC({name})"
+        problems.append((label, hint))
+    if problems:
+        detail = "; ".join(p for p, _ in problems)
+        return Step("stub and impl consistent across files", FAILED, detail, problems[0][1])
+    return Step(
+        "stub and impl consistent across files",
+        PASSED,
+        f"{stub} declared ({found['declared']}), defined ({found['defined']}), registered "
+        f"for CPU ({found['registered for CPU']}) and CUDA ({found['registered for CUDA']}); "
+        f"TORCH_IMPL_FUNC({impl}) matches `CPU, CUDA: {impl}`",
+    )
+
+
+def meta_and_opcheck(checkout: Path, checks: dict[str, Any], meta_impl: str) -> list[Step]:
+    """The meta device and torch.library.opcheck, as the compile child found them."""
+    meta = checks["meta"]
+    meta_line = first_line_of(checkout / meta_impl, "TORCH_META_FUNC") or 1
+    at_meta = f"{meta_impl}:{meta_line}"
+    status, where = (PASSED, None) if meta["ok"] else (FAILED, at_meta)
+    steps = [Step("meta device", status, meta["detail"], where)]
+    bad = {k: v for k, v in checks["opcheck"].items() if not v["ok"]}
+    if bad:
+        detail = "; ".join(f"{k}: {v['detail']}" for k, v in bad.items())
+        steps.append(Step("torch.library.opcheck", FAILED, detail, at_meta))
+    else:
+        steps.append(
+            Step(
+                "torch.library.opcheck",
+                PASSED,
+                "test_schema, test_autograd_registration, test_faketensor pass for "
+                + ", ".join(checks["opcheck"]),
+            )
+        )
+    return steps
+
+
+def numerics(
+    checkout: Path, cases: list[dict[str, Any]], kernel: str, ref_loc: str, expression: str
+) -> Step:
+    """The kernel against REFERENCE; a failure points at the lambda that computed it."""
+    failed = [c for c in cases if not c.get("ok")]
+    unsupported = sorted({c["dtype"] for c in cases if c.get("unsupported")})
+    checked = sorted(
+        {c["dtype"] for c in cases if c.get("ok") and not c.get("unsupported")},
+        key=["float32", "float64", "bfloat16", "float16", "int64"].index,
+    )
+    if not failed:
+        detail = (
+            f"functional, out= and in-place match `{expression}` for "
+            f"{', '.join(checked)} (Vectorized and scalar paths)"
+        )
+        if unsupported:
+            detail += f"; {', '.join(unsupported)} not supported, as scaffolded"
+        return Step(NUMERICS_STEP, PASSED, detail)
+    first = failed[0]
+    path = checkout / kernel
+    if first["variant"] == "reference":
+        where = ref_loc
+    elif first["dtype"] == "int64" and first_line_of(path, "cpu_kernel(") is not None:
+        where = loc(kernel, first_line_of(path, "cpu_kernel("))
+    else:
+        vec = first_line_of(path, "cpu_kernel_vec(") or 0
+        if first["path"] == "vector":
+            line = first_line_of(path, "Vectorized<", vec)
+        else:
+            line = first_line_of(path, re.compile(r"\bscalar_t\b.*->|->\s*scalar_t"), vec)
+        where = loc(kernel, line or vec or None)
+    shown = [f"{c['dtype']}/{c['variant']}/{c['path']}" for c in failed[:6]]
+    lane = "Vectorized" if first["path"] == "vector" else "scalar"
+    detail = (
+        f"{len(failed)} of {len(cases)} cases differ from REFERENCE `{expression}` "
+        f"({ref_loc}): {', '.join(shown)}{' ...' if len(failed) > 6 else ''}; first: "
+        f"{first.get('error', '')}"
+    )
+    if first["variant"] != "reference":
+        detail += f" - look at the {lane} lambda"
+    return Step(NUMERICS_STEP, FAILED, detail, where)
 
 
 def compile_failure(
