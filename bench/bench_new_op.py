@@ -61,7 +61,7 @@ def _header_compile(base: Path) -> float:
     args = ["g++", "-std=c++20", "-fPIC", *CXX_FLAGS, "-c", str(source), "-o", os.devnull]
     args += ["-isystem", str(include), "-isystem", str(include / "torch/csrc/api/include")]
     args += ["-isystem", sysconfig.get_paths()["include"]]
-    return statistics.median(_wall(args, base) for _ in range(3))
+    return statistics.median(_wall(args, base) for _ in range(2))
 
 
 def _cold_row(label: str, seconds: float, peer: float, ok: bool, steps: list) -> None:
@@ -70,8 +70,8 @@ def _cold_row(label: str, seconds: float, peer: float, ok: bool, steps: list) ->
     parts = ", ".join(f"{s.name} {s.seconds:.0f} s" for s in steps if s.seconds >= 1)
     print(
         f"{label}: {seconds:.1f} s on {os.cpu_count()} cores = {ratio:.1f}x one "
-        f"<torch/library.h> compile ({peer:.1f} s, same run); target <= {COLD_TARGET_S:.0f} s "
-        f"or <= {COLD_TARGET_RATIO}x: {'met' if met else 'NOT met'} "
+        f"<torch/library.h> compile ({peer:.1f} s, same run); target <= {COLD_TARGET_RATIO}x "
+        f"(<= {COLD_TARGET_S:.0f} s on a quiet 2-core machine): {'met' if met else 'NOT met'} "
         f"({'passed' if ok else 'FAILED'}; {parts}; load {os.getloadavg()[0]:.1f})"
     )
 
@@ -122,19 +122,23 @@ def main() -> None:
         ratio = flow / python_pass
         print(f"new-op workflow in process: {flow:.2f} s (ratio {ratio:.1f}x vs python -c pass)")
 
-        peer = _header_compile(base)
+        # The peer is measured around each cold run (the load of a shared machine moves).
+        peers = [_header_compile(base)]
         ws = make_workspace(base / "verify")
         scaffold(ws, "my_frac")
         start = time.perf_counter()
         cold = verify_op(ws, "my_frac")
         cold_s = time.perf_counter() - start
-        _cold_row("verify cold (new op)", cold_s, peer, cold.ok, cold.steps)
+        peers.append(_header_compile(base))
         practice = make_workspace(base / "practice")
         scaffold(practice, "trunc")
         start = time.perf_counter()
         judged = judge_op(practice, "trunc")
         judged_s = time.perf_counter() - start
+        peers.append(_header_compile(base))
+        _cold_row("verify cold (new op)", cold_s, statistics.mean(peers[:2]), cold.ok, cold.steps)
         # Fails by design: the kernel is not written yet; the time is what counts.
+        peer = statistics.mean(peers[1:])
         _cold_row("verify cold (practice trunc)", judged_s, peer, True, judged.steps)
         import_torch = _wall([sys.executable, "-c", "import torch"], base)
         start = time.perf_counter()

@@ -26,7 +26,6 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,16 +66,21 @@ class VerifyContext:
         self.ws = ws
         self.reporter = reporter or Reporter()
         self._lock = threading.Lock()
+        self._env: TorchEnv | None = None
+        self._probed = False
 
-    @cached_property
+    @property
     def env(self) -> TorchEnv | None:
         from onboard import torchenv
 
         with self._lock:
-            try:
-                return torchenv.probe(self.ws.python)
-            except OnboardError:
-                return None
+            if not self._probed:
+                try:
+                    self._env = torchenv.probe(self.ws.python)
+                except OnboardError:
+                    self._env = None
+                self._probed = True
+            return self._env
 
 
 CheckFn = Callable[[VerifyContext], "Check | list[Check]"]
