@@ -24,6 +24,7 @@ import importlib
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,11 +156,17 @@ def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> Ver
 
     def one(fn: CheckFn) -> list[Check]:
         name = getattr(fn, "__name__", "check").replace("_", " ")
+        start = time.monotonic()
+        ctx.reporter.check_started(name)
         try:
             got = fn(ctx)
         except Exception as exc:  # noqa: BLE001 - one broken check must not hide the others
             got = Check(name, FAILED, f"the check itself crashed: {type(exc).__name__}: {exc}")
-        return got if isinstance(got, list) else [got]
+        checks = got if isinstance(got, list) else [got]
+        statuses = {c.status for c in checks}
+        worst = next((s for s in (FAILED, NOT_CHECKED, PASSED) if s in statuses), "done")
+        ctx.reporter.check_finished(name, worst, time.monotonic() - start)
+        return checks
 
     result = VerifyResult(ws.root)
     with ThreadPoolExecutor(max_workers=max(1, len(CHECKS))) as pool:
