@@ -78,8 +78,8 @@ def run_jobs(jobs: list[Job], reporter: Reporter, *, slots: Slots | None = None)
     """Run every job once its ``after`` jobs are done; name -> result.
 
     When a slot frees up, the ready job with the highest priority takes it. A job
-    that raises stops new starts; its exception is raised here once the running
-    jobs have finished (Ctrl-C included).
+    that raises (a Ctrl-C in a worker included) stops new starts; its exception is
+    raised here once the running jobs have finished.
     """
     pool = slots or shared_slots()
     names = {j.name for j in jobs}
@@ -105,32 +105,32 @@ def run_jobs(jobs: list[Job], reporter: Reporter, *, slots: Slots | None = None)
                 cond.notify_all()
 
     threads: list[threading.Thread] = []
-    try:
-        with cond:
-            while len(done) < len(jobs):
-                ready = [
-                    j
-                    for j in jobs
-                    if j.name not in started and all(a in done for a in j.after if a in names)
-                ]
-                if errors or not ready:
-                    if len(started) == len(done):
-                        break  # nothing running and nothing can start
-                    cond.wait(0.2)
-                    continue
-                job = max(ready, key=lambda j: j.priority)
-                taken = pool.try_acquire(job.cores)
-                if not taken:
-                    cond.wait(0.2)  # another op's jobs hold the cores
-                    continue
-                started.add(job.name)
-                reporter.check_started(job.name)
-                thread = threading.Thread(target=worker, args=(job, taken), daemon=True)
-                thread.start()
-                threads.append(thread)
-    finally:
-        for thread in threads:
-            thread.join()
+    with cond:
+        while len(done) < len(jobs):
+            ready = [
+                j
+                for j in jobs
+                if j.name not in started and all(a in done for a in j.after if a in names)
+            ]
+            if errors or not ready:
+                if len(started) == len(done):
+                    break  # nothing running and nothing can start
+                cond.wait(0.2)
+                continue
+            job = max(ready, key=lambda j: j.priority)
+            taken = pool.try_acquire(job.cores)
+            if not taken:
+                cond.wait(0.2)  # another op's jobs hold the cores
+                continue
+            started.add(job.name)
+            reporter.check_started(job.name)
+            thread = threading.Thread(target=worker, args=(job, taken), daemon=True)
+            thread.start()
+            threads.append(thread)
+    # A Ctrl-C in the loop above leaves at once instead of waiting minutes for a compile:
+    # the workers are daemon threads (stopping their children with onboard is proc's job).
+    for thread in threads:
+        thread.join()
     if errors:
         raise errors[0]
     return results
