@@ -15,6 +15,7 @@ from onboard import __version__
 
 # name -> "module:attribute"; each module imports only click at top level.
 COMMANDS: dict[str, str] = {
+    "ab": "onboard.commands.ab:ab",
     "bisect": "onboard.commands.bisect:bisect",
     "build": "onboard.commands.build:build",
     "doctor": "onboard.commands.doctor:doctor",

@@ -15,6 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from onboard.report import Reporter, Task
 
+_STATUS_STYLE = {"passed": "green", "failed": "bold red", "not checked": "yellow"}
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -67,6 +76,20 @@ def emit(result: ResultLike, *, as_json: bool, verbose: bool = False) -> None:
         sys.stdout.flush()
     else:
         result.render(stdout_console(), verbose)
+
+
+def status_table(title: str, rows: list[tuple[str, str, str]]) -> Any:
+    """A rich table of checks: (name, passed / failed / not checked, detail)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail", overflow="fold")
+    for name, status, detail in rows:
+        style = _STATUS_STYLE.get(status, "cyan")
+        table.add_row(name, f"[{style}]{escape(status)}[/]", escape(detail))
+    return table
 
 
 class _RichTask(Task):
@@ -152,6 +175,9 @@ class RichReporter(Reporter):
 
     quiet: bool = False
     _console: Any = field(default=None, repr=False)
+    _running: dict[str, float] = field(default_factory=dict, repr=False)
+    _status: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _err(self) -> Console:
         if self._console is None:
@@ -167,6 +193,54 @@ class RichReporter(Reporter):
         super().detail(message)
         if self.verbose and not self.quiet:
             self._err().print(f"  [dim]{message}[/]")
+
+    def check_started(self, name: str) -> None:
+        super().check_started(name)
+        if self.quiet:
+            return
+        with self._lock:
+            self._started(name)
+
+    def _started(self, name: str) -> None:
+        console = self._err()
+        self._running[name] = time.monotonic()
+        if not console.is_terminal:
+            console.print(f"started: {name}", markup=False, highlight=False)
+            return
+        console.print(f"[cyan]>[/] {escape(name)}")
+        self._show_running()
+
+    def check_finished(self, name: str, status: str, seconds: float) -> None:
+        super().check_finished(name, status, seconds)
+        if self.quiet:
+            return
+        with self._lock:
+            self._finished(name, status, seconds)
+
+    def _finished(self, name: str, status: str, seconds: float) -> None:
+        console = self._err()
+        self._running.pop(name, None)
+        if not console.is_terminal:
+            console.print(f"{status}: {name} ({seconds:.1f} s)", markup=False, highlight=False)
+            return
+        style = _STATUS_STYLE.get(status, "cyan")
+        console.print(f"[{style}]{escape(status)}[/] {escape(name)} [dim]({seconds:.1f} s)[/]")
+        self._show_running()
+
+    def _show_running(self) -> None:
+        """A live status line (terminal only) naming the checks still running."""
+        names = list(self._running)
+        if not names:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+            return
+        text = "running: " + ", ".join(escape(n) for n in names)
+        if self._status is None:
+            self._status = self._err().status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
 
     @contextmanager
     def task(self, description: str, total: float | None = None) -> Iterator[Task]:

@@ -878,3 +878,35 @@ def unshallow(
         on_line=on_line or (lambda _line: None),
         idle_timeout=idle_timeout,
     )
+
+
+# --- ab ---
+# `onboard ab --b commit:REV`: that commit's files in a temporary worktree, removed after.
+
+
+def worktree_add(repo: str | os.PathLike[str], path: Path, sha: str) -> None:
+    git(
+        repo,
+        "worktree",
+        "add",
+        "--detach",
+        "--quiet",
+        os.fspath(path),
+        sha,
+        timeout=600,
+        what=f"checking out {sha[:12]} in a temporary worktree",
+    )
+
+
+def worktree_remove(repo: str | os.PathLike[str], path: Path) -> None:
+    """Remove a worktree this run added (its folder and git's record of it)."""
+    import shutil
+
+    if git(repo, "worktree", "remove", "--force", os.fspath(path), check=False).returncode:
+        shutil.rmtree(path, ignore_errors=True)
+        git(repo, "worktree", "prune", check=False)
+
+
+def worktrees(repo: str | os.PathLike[str]) -> list[Path]:
+    lines = out(repo, "worktree", "list", "--porcelain").splitlines()
+    return [Path(ln[len("worktree ") :]) for ln in lines if ln.startswith("worktree ")]

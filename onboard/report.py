@@ -6,9 +6,12 @@ stderr), tests pass ``Reporter()`` which records the messages.
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TextIO
 
 
 class Task:
@@ -39,3 +42,42 @@ class Reporter:
     def task(self, description: str, total: float | None = None) -> Iterator[Task]:
         self.messages.append(description)
         yield Task()
+
+    def check_started(self, name: str) -> None:
+        """One of several checks that run side by side begins."""
+        self.messages.append(f"started: {name}")
+
+    def check_finished(self, name: str, status: str, seconds: float) -> None:
+        """...and ends: passed / failed / not checked / done, after ``seconds``."""
+        self.messages.append(f"{status}: {name} ({seconds:.1f} s)")
+
+
+# How a LineReporter writes a check's start and end, so that the onboard process
+# reading a child's output (`onboard verify` reading `nox -s verify`) can show them.
+CHECK_LINE = re.compile(
+    r"^onboard: (?P<status>started|passed|failed|not checked|done): (?P<name>.+?)"
+    r"(?: \((?P<seconds>\d+(?:\.\d+)?) s\))?$"
+)
+
+
+@dataclass
+class LineReporter(Reporter):
+    """Plain lines on a stream (a nox session's output): steps and each check's start and end."""
+
+    stream: TextIO = field(default_factory=lambda: sys.stdout)
+
+    def _line(self, text: str) -> None:
+        self.stream.write(f"onboard: {text}\n")
+        self.stream.flush()
+
+    def step(self, message: str) -> None:
+        super().step(message)
+        self._line(message)
+
+    def check_started(self, name: str) -> None:
+        super().check_started(name)
+        self._line(f"started: {name}")
+
+    def check_finished(self, name: str, status: str, seconds: float) -> None:
+        super().check_finished(name, status, seconds)
+        self._line(f"{status}: {name} ({seconds:.1f} s)")

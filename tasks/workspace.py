@@ -26,6 +26,7 @@ def verify(session: nox.Session) -> None:
     from onboard import transaction, workspace
     from onboard.console import stdout_console
     from onboard.errors import OnboardError
+    from onboard.report import LineReporter
     from onboard.workflows.verify import run_checks, write_report
 
     try:
@@ -34,7 +35,8 @@ def verify(session: nox.Session) -> None:
         # and none outlives the session.
         with transaction.nox_session(Path.cwd(), command="nox -s verify"):
             ws = workspace.load(Path.cwd())
-            result = run_checks(ws)
+            # A line as each check starts and ends: `onboard verify` shows them live.
+            result = run_checks(ws, LineReporter())
             report = write_report(result)
     except OnboardError as exc:
         session.error(exc.paragraph())

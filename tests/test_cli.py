@@ -236,6 +236,8 @@ NOT_PATHS = {
     ("setup", "commit"): "a commit",
     ("where", "op"): "an op name",
     ("doctor", "import_module"): "a Python module name",
+    ("ab", "side_a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
+    ("ab", "side_b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
 }
 
 

@@ -26,7 +26,9 @@ from onboard.render import render
 from onboard.workflows.newop import apply, family, insert, names, scaffold
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop.plan import DECOMP_EXPECT, DOCS_INDEX, context
-from onboard.workflows.newop.verify import _first_compiler_error, _OpCheck, _reference
+from onboard.workflows.newop.steps import first_compiler_error as _first_compiler_error
+from onboard.workflows.newop.steps import reference as _reference
+from onboard.workflows.newop.verify import consistency
 
 NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 
@@ -163,55 +165,21 @@ def test_good_names_pass(name: str) -> None:
     names.check_shape(name)
 
 
-def test_existing_op_is_refused_with_where_and_a_practice_name(ws: workspace.Workspace) -> None:
-    yaml_text = (ws.checkout_path / NATIVE_YAML).read_text()
-    line = next(
-        i for i, ln in enumerate(yaml_text.splitlines(), 1) if ln.startswith("- func: trunc(")
-    )
+def test_existing_op_with_like_is_refused_and_points_at_practice(
+    ws: workspace.Workspace,
+) -> None:
     before = snapshot(ws.checkout_path)
     with pytest.raises(BadInput) as info:
-        scaffold(ws, "trunc")
+        scaffold(ws, "trunc", like="floor")
     text = info.value.paragraph()
-    assert f"{NATIVE_YAML}:{line}" in text
-    assert "trunc, trunc_, trunc.out" in text
-    assert "onboard new-op my_trunc --like trunc" in text
+    assert "`onboard new-op trunc` to practise" in text
+    assert "onboard new-op my_trunc --like floor" in text
     assert snapshot(ws.checkout_path) == before
 
 
-def test_practice_suggestions_are_commands_new_op_accepts(ws: workspace.Workspace) -> None:
-    # mm is not a structured pointwise op: `--like mm` would be refused.
-    with pytest.raises(BadInput) as info:
-        scaffold(ws, "mm")
-    step = info.value.next_step or ""
-    assert "--like mm" not in step and "`onboard new-op my_mm`" in step
-    assert scaffold(ws, "my_mm", dry_run=True).diff  # runnable as printed
-    # An op scaffolded here is not in the installed torch: no `--like my_frac`.
-    scaffold(ws, "my_frac")
-    with pytest.raises(BadInput) as info:
-        scaffold(ws, "my_frac")
-    step = info.value.next_step or ""
-    assert "--like my_frac" not in step and "`onboard new-op my_my_frac`" in step
-    assert scaffold(ws, "my_my_frac", dry_run=True).diff
-
-
-def test_existing_op_names_its_kernel_files_in_a_full_checkout(tmp_path: Path) -> None:
-    ws = make_workspace(
-        tmp_path / "ws",
-        extra={
-            "aten/src/ATen/native/UnaryOps.cpp": "TORCH_META_FUNC(trunc) (const Tensor& s) {}\n",
-            "aten/src/ATen/native/cpu/UnaryOpsKernel.cpp": "\n\nREGISTER_DISPATCH(trunc_stub, k)\n",
-            "aten/src/ATen/native/cpu/Other.cpp": "REGISTER_DISPATCH(fabs_trunc_stub, &k)\n",
-        },
-    )
-    with pytest.raises(BadInput) as info:
+def test_an_inplace_name_of_an_existing_op_is_refused(ws: workspace.Workspace) -> None:
+    with pytest.raises(BadInput, match="in-place"):
         scaffold(ws, "trunc_")
-    assert "in-place" in info.value.paragraph()
-    with pytest.raises(BadInput) as info:
-        scaffold(ws, "trunc")
-    text = info.value.paragraph()
-    assert "aten/src/ATen/native/UnaryOps.cpp:1" in text
-    assert "aten/src/ATen/native/cpu/UnaryOpsKernel.cpp:3" in text
-    assert "Other.cpp" not in text
 
 
 def test_a_python_level_torch_function_is_refused(tmp_path: Path) -> None:
@@ -619,13 +587,9 @@ def test_torchgen_accepts_the_edited_yaml_and_derivatives(ws: workspace.Workspac
 
 def test_consistency_names_the_file_that_lacks_the_registration(ws: workspace.Workspace) -> None:
     scaffold(ws, "my_frac")
-    from onboard.report import Reporter
-    from onboard.workflows.newop.verify import _Env
-
-    env = _Env(sys.executable, find_torch_dir(), find_package_dir("torchgen"))
-    check = _OpCheck(ws, "my_frac", Reporter(), env)
-    check.facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_out"}}
-    passed = check.consistency()
+    files = manifests.load(ws.root, "my_frac").files
+    facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_out"}}
+    passed = consistency(ws.checkout_path, "my_frac", files, facts)
     assert passed.status == "passed"
     # The line of the stub's own DECLARE_DISPATCH, not the header's first one (abs_stub).
     header = (ws.checkout_path / "aten/src/ATen/native/UnaryOps.h").read_text().splitlines()
@@ -635,12 +599,14 @@ def test_consistency_names_the_file_that_lacks_the_registration(ws: workspace.Wo
     cu.write_text(
         cu.read_text().replace("REGISTER_DISPATCH(my_frac_stub", "// REGISTER(my_frac_stub")
     )
-    step = check.consistency()
+    step = consistency(ws.checkout_path, "my_frac", files, facts)
     assert step.status == "failed"
     assert "not registered for CUDA" in step.detail
     assert step.location == "aten/src/ATen/native/cuda/MyFrac.cu"
-    check.facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_cuda_out"}}
-    assert "CUDA to my_frac_cuda_out" in check.consistency().detail
+    facts = {"kernels": {"CPU": "my_frac_out", "CUDA": "my_frac_cuda_out"}}
+    assert (
+        "CUDA to my_frac_cuda_out" in consistency(ws.checkout_path, "my_frac", files, facts).detail
+    )
 
 
 def test_compiler_errors_point_at_the_checkout_file(tmp_path: Path) -> None:
@@ -679,7 +645,7 @@ def test_cli_refusals_exit_2_with_one_paragraph(
     from onboard.crash import run_cli
 
     for name, needle in (
-        ("trunc", "--like trunc"),
+        ("mm", "structured pointwise"),
         ("int", "keyword"),
         ("lambda", "keyword"),
         ("Bad-Name", "valid operator name"),

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.cli import run_onboard as onboard
+from fixtures.cli import wheel_workspace
 
 from onboard import workspace
 from onboard.workflows.newop.verify import OpVerification, verify_op
@@ -24,16 +24,6 @@ pytestmark = pytest.mark.slow
 
 KERNEL = "aten/src/ATen/native/cpu/MyFracKernel.cpp"
 TEST_FILE = "test/test_my_frac.py"
-
-
-def onboard(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "onboard", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=1500,
-    )
 
 
 def steps(result: OpVerification) -> dict[str, tuple[str, str, str | None]]:
@@ -53,9 +43,7 @@ def line_of(path: Path, needle: str) -> int:
 @pytest.fixture(scope="module")
 def frac_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[workspace.Workspace]:
     base = tmp_path_factory.mktemp("newop")
-    root = base / "ws"
-    made = onboard("setup", str(root), "--from-wheel", "--json", cwd=base)
-    assert made.returncode == 0, made.stderr[-3000:]
+    root = wheel_workspace(base)
     scaffolded = onboard("new-op", "my_frac", "--json", "--workspace", str(root), cwd=base)
     assert scaffolded.returncode == 0, scaffolded.stderr[-3000:]
     yield workspace.load(root)

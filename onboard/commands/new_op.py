@@ -25,6 +25,12 @@ from onboard.commands._common import common_options, reporter, workspace_option
     "the floating dtypes, the header of its stub, where the entries go (e.g. trunc, sin, hypot).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the unified diff; write nothing.")
+@click.option(
+    "--reveal",
+    is_flag=True,
+    help="For an existing op: show how PyTorch itself writes it at the installed commit "
+    "(the lines on a full checkout, links on a reference tree); writes nothing.",
+)
 @workspace_option
 @common_options
 def new_op(
@@ -32,6 +38,7 @@ def new_op(
     kind: str | None,
     like: str | None,
     dry_run: bool,
+    reveal: bool,
     workspace: str | None,
     as_json: bool,
     verbose: bool,
@@ -44,14 +51,30 @@ def new_op(
     a reference test; files the checkout lacks are listed. Then check it with
     `nox -s verify` in the workspace (or `onboard verify`).
 
-    Exit status 0 when the scaffold was written (or printed with --dry-run),
-    1 when it could not be, 2 for a refused name.
+    When NAME is an op PyTorch already has (trunc, floor, sin, hypot, ...), this is
+    practice mode: a branch onboard/practice-NAME with its CPU and CUDA kernels to
+    write, judged by `onboard verify` against the installed torch.NAME.
+
+    Exit status 0 when the scaffold was written (or printed with --dry-run or
+    --reveal), 1 when it could not be, 2 for a refused name.
     """
     from onboard import workspace as ws_mod
     from onboard.console import emit
     from onboard.workflows.newop import scaffold
 
     ws = ws_mod.require(workspace)
+    if reveal:
+        from onboard.errors import BadInput
+        from onboard.workflows.newop.reveal import reveal as reveal_op
+
+        if like or dry_run:
+            raise BadInput(
+                "--reveal shows an existing op and writes nothing; it takes no --like or "
+                "--dry-run.",
+                next_step=f"Run `onboard new-op {name} --reveal`.",
+            )
+        emit(reveal_op(ws, name), as_json=as_json, verbose=verbose)
+        return 0
     result = scaffold(
         ws, name, kind=kind, like=like, dry_run=dry_run, reporter=reporter(as_json, verbose)
     )

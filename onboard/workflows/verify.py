@@ -23,15 +23,16 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import git, workspace
 from onboard.errors import OnboardError
-from onboard.report import Reporter
+from onboard.report import CHECK_LINE, Reporter
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,19 +58,30 @@ class Check:
 
 
 class VerifyContext:
-    """What checks share: the workspace and, probed once on demand, its torch."""
+    """What checks share: the workspace, the reporter and, probed once on demand, its torch.
 
-    def __init__(self, ws: workspace.Workspace) -> None:
+    Checks run side by side (threads), so the probe is guarded by a lock.
+    """
+
+    def __init__(self, ws: workspace.Workspace, reporter: Reporter | None = None) -> None:
         self.ws = ws
+        self.reporter = reporter or Reporter()
+        self._lock = threading.Lock()
+        self._env: TorchEnv | None = None
+        self._probed = False
 
-    @cached_property
+    @property
     def env(self) -> TorchEnv | None:
         from onboard import torchenv
 
-        try:
-            return torchenv.probe(self.ws.python)
-        except OnboardError:
-            return None
+        with self._lock:
+            if not self._probed:
+                try:
+                    self._env = torchenv.probe(self.ws.python)
+                except OnboardError:
+                    self._env = None
+                self._probed = True
+            return self._env
 
 
 CheckFn = Callable[[VerifyContext], "Check | list[Check]"]
@@ -121,17 +133,10 @@ class VerifyResult:
         )
 
     def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-        from rich.table import Table
+        from onboard.console import status_table
 
-        style = {PASSED: "green", FAILED: "bold red", NOT_CHECKED: "yellow"}
-        table = Table(title=f"onboard verify: {self.workspace}", title_justify="left")
-        table.add_column("check")
-        table.add_column("result")
-        table.add_column("detail", overflow="fold")
-        for c in self.checks:
-            table.add_row(c.name, f"[{style[c.status]}]{c.status}[/]", escape(c.detail))
-        console.print(table)
+        rows = [(c.name, c.status, c.detail) for c in self.checks]
+        console.print(status_table(f"onboard verify: {self.workspace}", rows))
         n = self.counts()
         console.print(
             f"{n['passed']} passed, {n['failed']} failed, {n['not_checked']} not checked"
@@ -139,18 +144,34 @@ class VerifyResult:
         )
 
 
-def run_checks(ws: workspace.Workspace) -> VerifyResult:
+def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> VerifyResult:
+    """Every registered check, side by side (they are independent; the heavy ones
+    share the machine's cores through onboard.workflows.newop.jobs), reported in
+    registration order."""
+    from concurrent.futures import ThreadPoolExecutor
+
     for module in CHECK_MODULES:
         importlib.import_module(module)
-    ctx = VerifyContext(ws)
-    result = VerifyResult(ws.root)
-    for fn in CHECKS:
+    ctx = VerifyContext(ws, reporter)
+
+    def one(fn: CheckFn) -> list[Check]:
         name = getattr(fn, "__name__", "check").replace("_", " ")
+        start = time.monotonic()
+        ctx.reporter.check_started(name)
         try:
             got = fn(ctx)
         except Exception as exc:  # noqa: BLE001 - one broken check must not hide the others
             got = Check(name, FAILED, f"the check itself crashed: {type(exc).__name__}: {exc}")
-        result.checks += got if isinstance(got, list) else [got]
+        checks = got if isinstance(got, list) else [got]
+        statuses = {c.status for c in checks}
+        worst = next((s for s in (FAILED, NOT_CHECKED, PASSED) if s in statuses), "done")
+        ctx.reporter.check_finished(name, worst, time.monotonic() - start)
+        return checks
+
+    result = VerifyResult(ws.root)
+    with ThreadPoolExecutor(max_workers=max(1, len(CHECKS))) as pool:
+        for checks in pool.map(one, CHECKS):
+            result.checks += checks
     return result
 
 
@@ -180,7 +201,17 @@ def verify_via_nox(ws: workspace.Workspace, *, reporter: Reporter) -> VerifyResu
 
     def on_line(line: str) -> None:
         lines.append(line)
-        reporter.detail(line)
+        mo = CHECK_LINE.match(line)
+        if mo is None:
+            reporter.detail(line)
+        elif mo.group("status") == "started":
+            reporter.check_started(mo.group("name"))
+        elif mo.group("seconds") is not None:
+            reporter.check_finished(
+                mo.group("name"), mo.group("status"), float(mo.group("seconds"))
+            )
+        else:
+            reporter.step(mo.group("name"))
 
     rc = proc.stream(
         [sys.executable, "-m", "nox", "-f", str(noxfile), "-s", "verify"],
@@ -244,6 +275,15 @@ def installed_commit(ctx: VerifyContext) -> Check:
         return Check(name, FAILED, _reference_drift(repo, found, env.torch.version, installed))
     if head is None:
         return Check(name, FAILED, f"{repo} has no commit checked out")
+    if head != ws.commit and ws.commit and git.is_ancestor(repo, ws.commit, head):
+        # Your own commits on top (a new-op or practice branch): still the installed sources.
+        ahead = git.count_range(repo, ws.commit, head, first_parent=False)
+        return Check(
+            name,
+            PASSED,
+            f"HEAD {head[:12]} is {ahead} commit(s) of yours on top of the installed commit "
+            f"{ws.commit[:12]}",
+        )
     if head != ws.commit:
         return Check(
             name, FAILED, f"HEAD is {head[:12]}, the workspace expects {(ws.commit or '?')[:12]}"

@@ -2,12 +2,14 @@
 
 ``scaffold`` writes the op (workflows/newop/plan.py says what goes where) on a
 new branch ``onboard/new-op-NAME`` of the workspace checkout; ``verify`` (in
-``verify.py``) proves what a CPU machine can.
+``verify.py``) proves what a CPU machine can. For an op PyTorch already has,
+``scaffold`` makes a practice scaffold instead (``practice.py``), which
+``judge.py`` checks against the installed torch; ``reveal.py`` shows how
+PyTorch itself writes the op.
 """
 
 from __future__ import annotations
 
-import difflib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +19,12 @@ from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.newop import family as families
 from onboard.workflows.newop import names
-from onboard.workflows.newop.plan import Plan, build
+from onboard.workflows.newop.plan import Plan, build, print_dry_run, unified_diff
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from onboard.workflows.newop.practice import PracticeResult
     from onboard.workspace import Workspace
 
 __all__ = ["NewOpResult", "scaffold", "branch_name"]
@@ -77,8 +80,7 @@ class NewOpResult:
         from rich.markup import escape
 
         if self.dry_run:
-            console.print(self.diff, markup=False, highlight=False, end="")
-            console.print(f"[dim]Dry run: nothing was written ({len(self.plan.changes)} files).[/]")
+            print_dry_run(console, self.diff, len(self.plan.changes))
         fam = self.plan.family
         like = f", like {fam.like}" if fam.like else ""
         at = f" at {self.commit[:12]}" if self.commit else ""
@@ -113,8 +115,9 @@ def scaffold(
     like: str | None = None,
     dry_run: bool = False,
     reporter: Reporter | None = None,
-) -> NewOpResult:
-    """Plan the op's files and, unless ``dry_run``, commit them on ``onboard/new-op-NAME``."""
+) -> NewOpResult | PracticeResult:
+    """Plan the op's files and, unless ``dry_run``, commit them on ``onboard/new-op-NAME``;
+    for an op PyTorch already has, a practice scaffold (``practice.practise``)."""
     from onboard import transaction
     from onboard.workflows.newop import apply, manifest
 
@@ -133,19 +136,26 @@ def scaffold(
     yaml_text = yaml_path.read_text("utf-8")
     ops = names.existing_ops(yaml_text)
     if name in ops:
-        definition = names.find_definition(checkout, name, yaml_text)
-        assert definition is not None
-        practice = names.practice_name(name, set(ops))
-        where = definition.where()
-        if ws.is_reference:
-            where += (
-                " (kernel .cpp/.cu files are not in this reference tree; `onboard where "
-                f"{name}` shows them from the installed torch)"
+        fresh = names.practice_name(name, set(ops))
+        if name in manifest.names(ws.root) and not manifest.load(ws.root, name).is_practice:
+            definition = names.find_definition(checkout, name, yaml_text)
+            assert definition is not None
+            raise BadInput(
+                f"aten::{name} already exists: {definition.where()}, scaffolded by "
+                f"`onboard new-op` on branch {branch_name(name)}. A new op needs a name of "
+                "its own.",
+                next_step=f"Pick another name, e.g. `onboard new-op {fresh}`.",
             )
-        raise BadInput(
-            f"aten::{name} already exists: {where}. A new op needs a name of its own.",
-            next_step=_practice_step(ws, name, practice, yaml_text),
-        )
+        if like is not None:
+            raise BadInput(
+                f"aten::{name} already exists, and --like copies an op's family into a new "
+                "name; on an existing op, `onboard new-op NAME` is practice mode.",
+                next_step=f"Run `onboard new-op {name}` to practise on it, or "
+                f"`onboard new-op {fresh} --like {like}` for a new op.",
+            )
+        from onboard.workflows.newop.practice import practise
+
+        return practise(ws, name, yaml_text, kind=kind, dry_run=dry_run, reporter=reporter)
     shadowed = names.python_definition(checkout, name)
     if shadowed:
         practice = names.practice_name(name, set(ops))
@@ -198,33 +208,6 @@ def scaffold(
     return result
 
 
-def _practice_step(ws: Workspace, name: str, practice: str, yaml_text: str) -> str:
-    """A new-op command for practising on ``name`` that new-op will accept as printed.
-
-    ``--like`` only when the op is a structured pointwise op (the pattern new-op
-    copies) and the installed torch has it (an op scaffolded here earlier exists
-    only in the checkout: its family is copied from the manifest instead).
-    """
-    from onboard.workflows.newop import manifest
-
-    if name in manifest.names(ws.root):
-        earlier = manifest.load(ws.root, name).family
-        like = f" --like {earlier.like}" if earlier.like else ""
-        kind = f" --kind {earlier.kind}" if not earlier.like and earlier.kind != "unary" else ""
-        return (
-            f"aten::{name} was scaffolded in this workspace (the installed torch does not "
-            f"have it); to practise on the same pattern, run `onboard new-op {practice}"
-            f"{like}{kind}`."
-        )
-    if families.likable(yaml_text, name):
-        return f"To practise on the same pattern, run `onboard new-op {practice} --like {name}`."
-    return (
-        f"new-op scaffolds structured pointwise ops and `{name}` is not one, so it cannot be "
-        f"copied with --like; to practise, run `onboard new-op {practice}` (unary) or "
-        f"`onboard new-op {practice} --kind binary`."
-    )
-
-
 def commit_message(name: str, plan: Plan) -> str:
     fam = plan.family
     like = f" (like {fam.like})" if fam.like else ""
@@ -239,20 +222,3 @@ def commit_message(name: str, plan: Plan) -> str:
         lines += ["", "Not placed (missing from this checkout):"]
         lines += [f"- {u.path} ({u.role})" for u in plan.unplaced]
     return "\n".join(lines) + "\n"
-
-
-def unified_diff(plan: Plan) -> str:
-    chunks: list[str] = []
-    for c in plan.changes:
-        before = [] if c.before is None else c.before.splitlines(keepends=True)
-        after = c.after.splitlines(keepends=True)
-        chunks.extend(
-            difflib.unified_diff(
-                before,
-                after,
-                fromfile="/dev/null" if c.before is None else f"a/{c.path}",
-                tofile=f"b/{c.path}",
-                n=3,
-            )
-        )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)

@@ -3,9 +3,11 @@
 # 2. the facts verify compares against the C++ (kernel names per dispatch key);
 # 3. for the out-of-tree compile: the op's generated headers (ATen/ops/NAME_native.h,
 #    NAME_meta.h) and Register{CPU,Meta} wrappers, rendered with torchgen's own
-#    templates for this op alone, plus its schema registrations.
+#    templates for this op alone (the Meta file's helpers renamed so both files
+#    build as one translation unit), plus its schema registrations.
 # Prints one JSON line after MARKER. Standard library + torchgen only.
 import json
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -143,6 +145,17 @@ for key in (DispatchKey.CPU, DispatchKey.Meta):
             ),
         },
     )
+# verify compiles both wrapper files as one translation unit (the headers they share
+# cost most of the compile): the Meta file's helpers (create_out, resize_out, ...)
+# get a suffix so they do not collide with the CPU file's.
+helpers = "\n".join(dest.gen_registration_helpers(bi[DispatchKey.Meta]))
+names = sorted(set(re.findall(r"^[\w:<>,]+(?:[ \t]*[*&]+[ \t]*|[ \t]+)(\w+)\(", helpers, re.M)))
+meta_file = out / f"RegisterMeta_{name}.cpp"
+text = meta_file.read_text()
+for helper in names:
+    text = re.sub(rf"\b{helper}\b", f"{helper}_Meta", text)
+meta_file.write_text(text)
+facts["meta_helpers"] = names
 schema = RegisterSchema(selector)
 facts["schema_registrations"] = [schema(f) for f in group.functions()]
 finish({"ok": True, "facts": facts})

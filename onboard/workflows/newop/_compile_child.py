@@ -3,6 +3,7 @@
 # it: numerics against REFERENCE over each dtype for the functional, out= and
 # in-place variants (contiguous inputs take cpu_kernel_vec's Vectorized path,
 # strided ones its scalar path), the meta device, and torch.library.opcheck.
+# With "check": "oracle" (practice mode) the checks are _oracle_checks.py's.
 # Must run with ATEN_CPU_CAPABILITY=default (see the stub shim). One JSON line
 # after MARKER.
 import io
@@ -54,6 +55,13 @@ except Exception as exc:  # noqa: BLE001 - the compiler output is the answer
             "log_path": log_path,
         }
     )
+
+if args.get("check") == "oracle":
+    # Practice mode: the learner's kernel against the installed torch (a file in this
+    # script's folder, which Python put first on sys.path).
+    import _oracle_checks  # noqa: E402
+
+    finish(_oracle_checks.run(args))
 
 name = args["name"]
 kind = args["kind"]

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from onboard import proc, torchenv
+from onboard import proc
 from onboard.errors import BadInput, OnboardError
 
 UNARY_HEADER = "aten/src/ATen/native/UnaryOps.h"
@@ -87,8 +87,27 @@ def _entry_blocks(yaml_text: str, name: str) -> dict[str, str]:
     return blocks
 
 
-def pattern_of(yaml_text: str, op: str, kind: str | None = None) -> tuple[str, dict[str, str]]:
-    """(unary|binary, the op's yaml blocks) when ``op`` can be copied with ``--like``.
+# Ops to practise on, named when an op cannot be used.
+PRACTICE_EXAMPLES = "`onboard new-op trunc`, `onboard new-op floor`, `onboard new-op sin` or "
+PRACTICE_EXAMPLES += "`onboard new-op hypot`"
+
+
+def _refusal(op: str, why: str, like_next: str, practice: bool) -> BadInput:
+    """One refusal, worded for `--like OP` or for practice on OP."""
+    if practice:
+        return BadInput(
+            f"aten::{op} exists, but practice works on structured pointwise ops only: {why}.",
+            next_step=f"Practise on one of those, e.g. {PRACTICE_EXAMPLES}; `onboard where "
+            f"{op}` shows how {op} is built.",
+        )
+    return BadInput(f"--like {op}: {why}.", next_step=like_next)
+
+
+def pattern_of(
+    yaml_text: str, op: str, kind: str | None = None, *, practice: bool = False
+) -> tuple[str, dict[str, str]]:
+    """(unary|binary, the op's yaml blocks) when ``op`` can be copied with ``--like``
+    (or practised on).
 
     Raises BadInput saying why not (no entry, another schema, not a structured
     TensorIterator op). Read from the yaml alone: no torch is asked.
@@ -96,36 +115,39 @@ def pattern_of(yaml_text: str, op: str, kind: str | None = None) -> tuple[str, d
     blocks = _entry_blocks(yaml_text, op)
     functional = blocks.get(op)
     if functional is None:
-        raise BadInput(
-            f"--like {op}: there is no `{op}` entry in native_functions.yaml.",
-            next_step="Pass an existing structured pointwise op, e.g. `--like trunc` "
+        raise _refusal(
+            op,
+            f"there is no `{op}` entry in native_functions.yaml",
+            "Pass an existing structured pointwise op, e.g. `--like trunc` "
             "(unary) or `--like hypot` (binary); `onboard where OP` shows what an op is.",
+            practice,
         )
-    head = functional.splitlines()[0]
-    if re.search(rf"- func:\s*{re.escape(op)}\(Tensor self\) -> Tensor\s*$", head):
-        op_kind = "unary"
-    elif re.search(rf"- func:\s*{re.escape(op)}\(Tensor self, Tensor other\) -> Tensor\s*$", head):
-        op_kind = "binary"
-    else:
-        raise BadInput(
-            f"--like {op}: its schema `{head[len('- func: ') :].strip()}` is neither "
+    op_kind = kind_of(yaml_text, op)
+    if op_kind is None:
+        head = functional.splitlines()[0]
+        raise _refusal(
+            op,
+            f"its schema `{head[len('- func: ') :].strip()}` is neither "
             "`(Tensor self) -> Tensor` nor `(Tensor self, Tensor other) -> Tensor`, the two "
-            "shapes new-op scaffolds.",
-            next_step="Use a plain pointwise op such as `--like trunc` or `--like hypot`.",
+            "shapes new-op scaffolds",
+            "Use a plain pointwise op such as `--like trunc` or `--like hypot`.",
+            practice,
         )
     if kind is not None and kind != op_kind:
+        subject, follows = ("aten::" + op, "the op") if practice else ("--like " + op, "--like")
         raise BadInput(
-            f"--like {op} is a {op_kind} op but --kind {kind} was given.",
-            next_step=f"Drop --kind (it follows --like) or pass --kind {op_kind}.",
+            f"{subject} is a {op_kind} op but --kind {kind} was given.",
+            next_step=f"Drop --kind (it follows {follows}) or pass --kind {op_kind}.",
         )
     out = next((b for k, b in blocks.items() if k.startswith(f"{op}.out")), None)
     if out is None or "structured: True" not in out or "TensorIteratorBase" not in out:
-        raise BadInput(
-            f"--like {op}: `{op}` is not a structured TensorIterator op (its `.out` entry "
-            "lacks `structured: True` / `structured_inherits: TensorIteratorBase`), so its "
-            "kernels follow a different pattern than the one new-op writes.",
-            next_step="Pick a structured pointwise op, e.g. `--like trunc`, `--like sin` "
-            "or `--like hypot`.",
+        raise _refusal(
+            op,
+            f"`{op}` is not a structured TensorIterator op (its `.out` entry lacks "
+            "`structured: True` / `structured_inherits: TensorIteratorBase`), so its kernels "
+            "follow a different pattern than the one new-op writes",
+            "Pick a structured pointwise op, e.g. `--like trunc`, `--like sin` or `--like hypot`.",
+            practice,
         )
     return op_kind, blocks
 
@@ -143,23 +165,66 @@ def like(
     checkout: Path, op: str, kind: str | None, python: str, yaml_text: str, cwd: Path
 ) -> Family:
     """The family of the existing op ``op``, read from the checkout and the installed torch."""
-    op_kind, blocks = pattern_of(yaml_text, op, kind)
+    return described(checkout, op, kind, python, yaml_text, cwd)[0]
+
+
+def described(
+    checkout: Path,
+    op: str,
+    kind: str | None,
+    python: str,
+    yaml_text: str,
+    cwd: Path,
+    *,
+    practice: bool = False,
+    edges: bool = False,
+) -> tuple[Family, dict[str, Any]]:
+    """(the family of ``op``, what the installed torch said about it: ``probe``).
+
+    The yaml and header are checked first, so a refusal costs no child process.
+    ``practice`` words the refusals for `onboard new-op OP` on an existing op;
+    ``edges`` also asks for its results on edge values.
+    """
+    op_kind, blocks = pattern_of(yaml_text, op, kind, practice=practice)
     functional = blocks[op]
     base = default(op_kind)
-    header, stub_type = _stub_declaration(checkout, op, base)
+    declared = stub_declaration(checkout, op, base)
+    if declared is None and practice:
+        raise _refusal(
+            op,
+            f"no `DECLARE_DISPATCH(..., {op}_stub)` in {base.header}, so its kernel is not the "
+            "DispatchStub kernel practice asks you to write",
+            "",
+            practice,
+        )
+    header, stub_type = declared or (base.header, base.stub_type)
     variants = "function, method"
     mo = re.search(r"^\s+variants:\s*(.+)$", functional, re.M)
     if mo and "method" not in mo.group(1):
         variants = "function"
-    probe = _probe(python, op, op_kind, cwd)
-    floats = tuple(d for d in FLOAT_DTYPES if probe["dtypes"].get(d, {}).get("ok"))
-    if not floats:
+    found = probe(python, op, op_kind, cwd, edges=edges)
+    if found.get("missing"):
+        version = found.get("version", "")
+        if practice:
+            raise BadInput(
+                f"aten::{op} is in this checkout's native_functions.yaml but not in the "
+                f"installed torch {version}, so nothing can judge a practice kernel of it.",
+                next_step=f"Practise on an op the installed torch has, e.g. {PRACTICE_EXAMPLES}.",
+            )
         raise BadInput(
-            f"--like {op}: the installed torch runs `{op}` on no floating dtype on CPU, so "
-            "there is no family to copy.",
-            next_step="Pick an op that works on float tensors, e.g. `--like trunc`.",
+            f"--like {op}: the installed torch {version} has no aten::{op} to copy.",
+            next_step="Pick an op the installed torch has, e.g. `--like trunc`.",
         )
-    ints = probe["dtypes"].get(INT_DTYPE, {})
+    floats = tuple(d for d in FLOAT_DTYPES if found["dtypes"].get(d, {}).get("ok"))
+    if not floats:
+        raise _refusal(
+            op,
+            f"the installed torch runs `{op}` on no floating dtype on CPU, so there is no "
+            "family to copy",
+            "Pick an op that works on float tensors, e.g. `--like trunc`.",
+            practice,
+        )
+    ints = found["dtypes"].get(INT_DTYPE, {})
     if not ints.get("ok"):
         int_path = "unsupported"
     elif ints.get("result_dtype") != INT_DTYPE:
@@ -168,7 +233,7 @@ def like(
         int_path = "no_op"
     else:
         int_path = "kernel"
-    return replace(
+    fam = replace(
         base,
         header=header,
         stub_type=stub_type,
@@ -178,10 +243,22 @@ def like(
         variants=variants,
         like=op,
     )
+    return fam, found
 
 
-def _stub_declaration(checkout: Path, op: str, base: Family) -> tuple[str, str]:
-    """(header, stub type) of `DECLARE_DISPATCH(type, op_stub)`, else the family default."""
+def kind_of(yaml_text: str, op: str) -> str | None:
+    """unary / binary from the functional schema, None for any other shape."""
+    functional = _entry_blocks(yaml_text, op).get(op)
+    head = functional.splitlines()[0] if functional else ""
+    if re.search(rf"- func:\s*{re.escape(op)}\(Tensor self\) -> Tensor\s*$", head):
+        return "unary"
+    if re.search(rf"- func:\s*{re.escape(op)}\(Tensor self, Tensor other\) -> Tensor\s*$", head):
+        return "binary"
+    return None
+
+
+def stub_declaration(checkout: Path, op: str, base: Family) -> tuple[str, str] | None:
+    """(header, stub type) of `DECLARE_DISPATCH(type, op_stub)` in the checkout, if any."""
     for header in (base.header, UNARY_HEADER, BINARY_HEADER):
         path = checkout / header
         if not path.is_file():
@@ -193,14 +270,18 @@ def _stub_declaration(checkout: Path, op: str, base: Family) -> tuple[str, str]:
         )
         if mo and mo.group(1) in ("unary_fn", "structured_binary_fn"):
             return header, mo.group(1)
-    return base.header, base.stub_type
+    return None
 
 
-def _probe(python: str, op: str, kind: str, cwd: Path) -> dict[str, Any]:
-    code = (Path(__file__).with_name("_like_child.py")).read_text("utf-8")
+def probe(python: str, op: str, kind: str, cwd: Path, *, edges: bool = False) -> dict[str, Any]:
+    """What the installed torch does with ``op`` on each dtype (``_like_child.py``);
+    ``edges``: also its results on float edge values (practice's test file)."""
+    child = Path(__file__).with_name("_like_child.py")
     result = proc.run(
-        [python, "-c", code, op, kind],
-        **torchenv.isolated(cwd),  # never the checkout: its torch/ would shadow the installed one
+        [python, str(child), op, kind, *(["edges"] if edges else [])],
+        # A script run by path has its own folder (inside onboard) first on sys.path,
+        # not the cwd; no PYTHONSAFEPATH, which would hide _oracle_checks.py beside it.
+        cwd=cwd,
         timeout=180,
         check=False,
         what=f"Asking the installed torch how `{op}` treats each dtype",

@@ -1,20 +1,25 @@
 """What a scaffold was made with, kept in the workspace for `onboard verify`.
 
-``<workspace>/.onboard/newop/<name>.json``: the family, the files and the
-branch. It lives outside the checkout so that the scaffold commit holds only
-PyTorch files; verify falls back to the defaults when it is missing.
+``<workspace>/.onboard/newop/<name>.json``: the family, the files, the branch
+and the mode (``new-op``, or ``practice`` on an existing op, with what the
+judge needs: the installed commit, the dtypes that reach the kernel, what was
+taken out). It lives outside the checkout so that the scaffold commit holds
+only PyTorch files; verify falls back to the defaults when it is missing.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from onboard import files
 from onboard.workflows.newop.family import Family, default
 from onboard.workflows.newop.plan import op_files
+
+NEW_OP = "new-op"
+PRACTICE = "practice"
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,12 @@ class Manifest:
     family: Family
     files: dict[str, str]  # role -> repo path
     branch: str
+    mode: str = NEW_OP
+    practice: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_practice(self) -> bool:
+        return self.mode == PRACTICE
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -30,6 +41,8 @@ class Manifest:
             "family": self.family.to_json(),
             "files": self.files,
             "branch": self.branch,
+            "mode": self.mode,
+            "practice": self.practice,
         }
 
 
@@ -53,6 +66,8 @@ def load(ws_root: Path, name: str) -> Manifest:
             family=Family.from_json(data["family"]),
             files=dict(data["files"]),
             branch=data["branch"],
+            mode=data.get("mode", NEW_OP),
+            practice=dict(data.get("practice") or {}),
         )
     except (OSError, ValueError, KeyError, TypeError):
         files = op_files(name)

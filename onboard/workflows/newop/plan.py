@@ -10,6 +10,7 @@ else is inserted next to a sibling op's entry in the files PyTorch keeps them in
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ class FileChange:
     after: str
     line: int  # 1-based line where the new text starts
     where: str
+    # "create" / "insert" by default; practice mode's "take out" removes a real kernel.
+    action: str = ""
 
     @property
     def created(self) -> bool:
@@ -52,7 +55,7 @@ class FileChange:
         return {
             "path": self.path,
             "role": self.role,
-            "action": "create" if self.created else "insert",
+            "action": self.action or ("create" if self.created else "insert"),
             "line": self.line,
             "where": self.where,
         }
@@ -346,3 +349,26 @@ def build(checkout: Path, name: str, family: Family, yaml_text: str) -> Plan:
     order = {c.path: i for i, c in enumerate(plan.changes)}
     plan.changes.sort(key=lambda c: (c.before is None, order[c.path]))
     return plan
+
+
+def unified_diff(plan: Plan) -> str:
+    chunks: list[str] = []
+    for c in plan.changes:
+        before = [] if c.before is None else c.before.splitlines(keepends=True)
+        after = c.after.splitlines(keepends=True)
+        chunks.extend(
+            difflib.unified_diff(
+                before,
+                after,
+                fromfile="/dev/null" if c.before is None else f"a/{c.path}",
+                tofile=f"b/{c.path}",
+                n=3,
+            )
+        )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)
+
+
+def print_dry_run(console: Any, diff: str, files: int) -> None:
+    """The unified diff of a dry run, and that nothing was written."""
+    console.print(diff, markup=False, highlight=False, end="")
+    console.print(f"[dim]Dry run: nothing was written ({files} files).[/]")

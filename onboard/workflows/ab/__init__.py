@@ -1,0 +1,311 @@
+"""`onboard ab SCRIPT`: run one script on two torches, A and B, and say what changed.
+
+The loop a change is judged by: the same script before and after, each run a
+fresh process, rounds alternating A B / B A after one warm-up run of each (so
+a drift of the machine falls on both sides), as many rounds as it takes for
+every verdict to be clear or until ``--budget`` is spent. The script's output
+other than its ``name=value`` lines is compared first: a faster wrong answer is
+not an improvement. Then for the wall time, the peak RSS and each number the
+script printed: median A, median B, B/A with a 95% bootstrap interval, and a
+verdict (``stats``). How noisy the machine was is measured and said.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard.errors import BadInput
+from onboard.report import Reporter
+from onboard.workflows.ab import runs, sides, stats
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onboard.workspace import Workspace
+
+__all__ = ["ABResult", "compare"]
+
+DEFAULT_BUDGET = 120.0
+MIN_ROUNDS = 5
+MAX_ROUNDS = 200
+NOISY = 0.05  # a side whose wall times spread more than this (robust CV) was noisy
+_TIME_NAMES = re.compile(r"(^|_)(s|sec|secs|seconds|ms|us|ns|time|latency|duration)$")
+
+
+def time_like(name: str) -> bool:
+    """Lower is faster: the wall time and metrics named like a duration (forward_ms)."""
+    return name == runs.WALL or bool(_TIME_NAMES.search(name.lower()))
+
+
+@dataclass
+class Metric:
+    name: str
+    a: list[float]
+    b: list[float]
+    result: stats.Comparison
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            "name": self.name,
+            "median_a": r.median_a,
+            "median_b": r.median_b,
+            "ratio": r.ratio,
+            "ci_low": r.low,
+            "ci_high": r.high,
+            "verdict": r.verdict,
+            "clear": r.clear,
+            "detail": r.detail,
+            "a": self.a,
+            "b": self.b,
+        }
+
+
+@dataclass
+class ABResult:
+    """JSON keys: ``ok`` (false when the outputs differ), ``script``, ``args``, ``a`` and
+    ``b`` ({label, spec, python, what, overlaid_modules, notes}), ``rounds``,
+    ``warmup`` (runs per side, not counted), ``budget_s``, ``outputs`` ({same,
+    diff, note}), ``metrics`` [{name, median_a, median_b, ratio, ci_low, ci_high,
+    verdict, clear, detail, a, b}], ``script_metrics`` (bool: the script printed
+    name=value lines), ``noise`` ({spread_a, spread_b, load_before, load_after,
+    cores, noisy, warning}), ``notes``, ``seconds``."""
+
+    script: Path
+    args: list[str]
+    a: sides.Side
+    b: sides.Side
+    rounds: int = 0
+    budget: float = DEFAULT_BUDGET
+    metrics: list[Metric] = field(default_factory=list)
+    same_output: bool | None = None
+    output_diff: str = ""
+    output_note: str = ""
+    noise: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.same_output is not False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "script": str(self.script),
+            "args": self.args,
+            "a": self.a.to_json(),
+            "b": self.b.to_json(),
+            "rounds": self.rounds,
+            "warmup": 1,
+            "budget_s": self.budget,
+            "outputs": {
+                "same": self.same_output,
+                "diff": self.output_diff,
+                "note": self.output_note,
+            },
+            "metrics": [m.to_json() for m in self.metrics],
+            "script_metrics": any(m.name not in _OWN for m in self.metrics),
+            "noise": self.noise,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 2),
+        }
+
+    def render(self, console: Console, verbose: bool) -> None:
+        from rich.markup import escape
+        from rich.table import Table
+
+        console.print(f"[bold]A[/] = {escape(self.a.what)}")
+        console.print(f"[bold]B[/] = {escape(self.b.what)}")
+        if self.same_output is False:
+            console.print(
+                "[bold red]The script's output differs between A and B[/] (a faster wrong "
+                "answer is not an improvement):"
+            )
+            console.print(self.output_diff, markup=False, highlight=False)
+        elif self.output_note:
+            console.print(f"[yellow]{escape(self.output_note)}[/]")
+        table = Table(title=f"{self.rounds} rounds, A B / B A alternating", title_justify="left")
+        for column in ("metric", "median A", "median B", "B/A", "95% interval", "verdict"):
+            table.add_column(column)
+        style = {stats.FASTER: "green", stats.SLOWER: "bold red"}
+        for m in self.metrics:
+            r = m.result
+            ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
+            interval = f"{r.low:.3f} - {r.high:.3f}" if r.low is not None else "-"
+            word = style.get(r.verdict)
+            verdict = f"[{word}]{escape(r.detail)}[/]" if word else escape(r.detail)
+            table.add_row(m.name, _num(r.median_a), _num(r.median_b), ratio, interval, verdict)
+        console.print(table)
+        for side in (self.a, self.b):
+            for note in side.notes:
+                console.print(f"[yellow]{side.label}:[/] {escape(note)}")
+        if self.noise.get("warning"):
+            console.print(f"[yellow]noise:[/] {escape(self.noise['warning'])}")
+        for note in self.notes:
+            console.print(f"[dim]note:[/] {escape(note)}")
+
+
+_OWN = (runs.WALL, runs.PEAK_RSS, runs.CUDA_MEMORY)
+
+
+def _num(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _outputs(done: list[runs.Run]) -> tuple[bool | None, str, str]:
+    """(same, diff, note): the non-metric output of A's runs against B's."""
+    by_side: dict[str, set[tuple[str, ...]]] = {"A": set(), "B": set()}
+    for run in done:
+        by_side[run.side].add(run.output)
+    unstable = [s for s, outs in by_side.items() if len(outs) > 1]
+    if unstable:
+        return (
+            None,
+            "",
+            f"The script's output changes from run to run on {' and '.join(unstable)} "
+            "(timings or random numbers in it?), so A and B were not compared for correctness; "
+            "print such numbers as name=value lines.",
+        )
+    out_a, out_b = next(iter(by_side["A"])), next(iter(by_side["B"]))
+    if out_a == out_b:
+        return True, "", ""
+    diff = "\n".join(
+        list(difflib.unified_diff(list(out_a), list(out_b), "A", "B", lineterm=""))[:40]
+    )
+    return False, diff, ""
+
+
+def _metrics(done: list[runs.Run], resamples: int = stats.RESAMPLES) -> list[Metric]:
+    names: list[str] = []
+    for run in done:
+        names += [n for n in run.metrics if n not in names]
+    found = []
+    for name in names:
+        a = [r.metrics[name] for r in done if r.side == "A" and name in r.metrics]
+        b = [r.metrics[name] for r in done if r.side == "B" and name in r.metrics]
+        if a and b:
+            result = stats.compare(a, b, time_like=time_like(name), resamples=resamples)
+            found.append(Metric(name, a, b, result))
+    return found
+
+
+def _noise(done: list[runs.Run], load_before: float, load_after: float) -> dict[str, Any]:
+    walls = {s: [r.seconds for r in done if r.side == s] for s in ("A", "B")}
+    spread_a, spread_b = stats.spread(walls["A"]), stats.spread(walls["B"])
+    cores = os.cpu_count() or 1
+    busy = max(load_before, load_after) > cores
+    noisy = max(spread_a, spread_b) > NOISY or busy
+    warning = ""
+    if noisy:
+        warning = (
+            f"the machine was noisy: runs of the same side spread by {spread_a:.0%} (A) and "
+            f"{spread_b:.0%} (B) of their median wall time; load average {load_before:.1f} "
+            f"before and {load_after:.1f} after, on {cores} cores. Small differences cannot be "
+            "told apart from that; rerun on a quieter machine or with more --rounds."
+        )
+    return {
+        "spread_a": round(spread_a, 4),
+        "spread_b": round(spread_b, 4),
+        "load_before": load_before,
+        "load_after": load_after,
+        "cores": cores,
+        "noisy": noisy,
+        "warning": warning,
+    }
+
+
+def _rounds(
+    once: Callable[[str], runs.Run],
+    result: ABResult,
+    rounds: int | None,
+    start: float,
+    reporter: Reporter,
+) -> list[runs.Run]:
+    """A B / B A rounds: ``rounds`` of them, or until every verdict is clear (at least
+    MIN_ROUNDS) or the next round would pass the budget."""
+    done: list[runs.Run] = []
+    wanted = rounds or MAX_ROUNDS
+    with reporter.task("A/B rounds", total=rounds) as task:
+        while result.rounds < wanted:
+            order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
+            begun = time.monotonic()
+            done += [once(label) for label in order]
+            round_seconds = time.monotonic() - begun
+            result.rounds += 1
+            task.update(completed=result.rounds, detail=f"{round_seconds:.1f} s a round")
+            if rounds is not None:
+                continue
+            if result.rounds >= MIN_ROUNDS and all(
+                m.result.clear for m in _metrics(done, stats.QUICK_RESAMPLES)
+            ):
+                break
+            if time.monotonic() - start + round_seconds > result.budget:
+                result.notes.append(
+                    f"stopped after {result.rounds} rounds: the --budget of {result.budget:g} s "
+                    "was spent before every verdict was clear"
+                )
+                break
+    return done
+
+
+def compare(
+    script: Path,
+    *,
+    ws: Workspace | None,
+    python: str,
+    a: str = sides.INSTALLED,
+    b: str = sides.WORKSPACE,
+    args: list[str] | None = None,
+    rounds: int | None = None,
+    budget: float = DEFAULT_BUDGET,
+    timeout: float = 600.0,
+    reporter: Reporter | None = None,
+) -> ABResult:
+    """Run ``script`` on A and B and compare (see the module docstring)."""
+    reporter = reporter or Reporter()
+    start = time.monotonic()
+    if rounds is not None and rounds < 1:
+        raise BadInput("--rounds must be at least 1.", next_step="Pass e.g. --rounds 10.")
+    if budget <= 0:
+        raise BadInput("--budget must be a positive number of seconds.")
+    script = sides.check_script(script)
+    specs = {"A": sides.check_spec(a), "B": sides.check_spec(b)}
+    cwd = runs.cwd_for(script)
+    load_before = os.getloadavg()[0]
+    with sides.prepared(specs, ws, python) as (prepared, work):
+        side_a, side_b = prepared
+        result = ABResult(script, list(args or []), side_a, side_b, budget=budget)
+        by_label = {"A": side_a, "B": side_b}
+
+        def once(label: str) -> runs.Run:
+            return runs.run_once(
+                by_label[label],
+                script,
+                result.args,
+                cwd=cwd,
+                pycache=work / "pycache",
+                timeout=timeout,
+            )
+
+        reporter.step(f"warm-up: one run on A ({side_a.spec}) and one on B ({side_b.spec})")
+        warm = [once("A"), once("B")]
+        done = _rounds(once, result, rounds, time.monotonic(), reporter)
+    result.same_output, result.output_diff, result.output_note = _outputs(warm + done)
+    result.metrics = _metrics(done)
+    result.noise = _noise(done, load_before, os.getloadavg()[0])
+    if not any(m.name not in _OWN for m in result.metrics):
+        result.notes.append(
+            "the script printed no name=value lines, so only the wall time and peak RSS of "
+            "each process are compared (print e.g. `forward_ms=12.3` to compare your own "
+            "measurements)"
+        )
+    result.seconds = time.monotonic() - start
+    return result

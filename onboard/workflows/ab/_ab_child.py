@@ -1,0 +1,68 @@
+# Runs the user's script for `onboard ab`, one fresh process per run, in the
+# interpreter of that side: `python _ab_child.py CONFIG_JSON`.
+#
+# With an overlay (the workspace, or a commit), the checkout's Python files that
+# differ from the installed torch's are imported from the checkout, over the
+# installed compiled torch: the idea of PyTorch's tools/nightly.py (binaries and
+# Python sources side by side), done without writing a file into either tree.
+# Such a module's __file__ stays the installed path, because torch finds its
+# libraries next to __file__; its code (and tracebacks) come from the checkout.
+#
+# Then the script runs as `python script.py ARGS` would (its folder first on
+# sys.path). At exit, one line after MARKER on stderr: the peak RSS of this
+# process and its children, and, when the script used CUDA,
+# torch.cuda.max_memory_allocated(). Kept to Python 3.8 syntax: the other side
+# may be another interpreter.
+import atexit
+import json
+import os
+import resource
+import runpy
+import sys
+
+MARKER = "@@ONBOARD-AB@@"
+config = json.loads(sys.argv[1])
+
+if config.get("overlay"):
+    import importlib.abc
+    import importlib.machinery
+    import importlib.util
+
+    with open(config["overlay"], encoding="utf-8") as fh:
+        MODULES = json.load(fh)
+
+    class CheckoutSources(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path=None, target=None):
+            entry = MODULES.get(fullname)
+            if entry is None:
+                return None
+            source, installed, search = entry
+            loader = importlib.machinery.SourceFileLoader(fullname, source)
+            return importlib.util.spec_from_file_location(
+                fullname, installed or source, loader=loader, submodule_search_locations=search
+            )
+
+    sys.meta_path.insert(0, CheckoutSources())
+
+
+def report():
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    data = {"maxrss_kb": max(own, children)}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_initialized():
+                data["cuda_max_memory_allocated"] = torch.cuda.max_memory_allocated()
+        except Exception:  # noqa: BLE001 - a report must not fail the run
+            pass
+    sys.stdout.flush()
+    sys.stderr.write("\n" + MARKER + json.dumps(data) + "\n")
+    sys.stderr.flush()
+
+
+script = config["script"]
+sys.argv = [script, *config["args"]]
+sys.path[0] = os.path.dirname(os.path.abspath(script))
+atexit.register(report)
+runpy.run_path(script, run_name="__main__")

@@ -1,0 +1,148 @@
+"""Verify's job runner and its progress lines: ready jobs start by priority within
+the slots, dependants wait, a failing job stops new starts, and each start and end
+reaches the reporter, from `nox -s verify`'s output to `onboard verify`'s."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from test_new_op import make_workspace
+
+from onboard.report import CHECK_LINE, LineReporter, Reporter
+from onboard.workflows.newop import jobs
+
+
+def test_jobs_wait_for_their_dependencies_and_start_by_priority() -> None:
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def job(name: str) -> jobs.Job:
+        def run() -> str:
+            with lock:
+                order.append(name)
+            return name
+
+        return jobs.Job(name, run)
+
+    low, high, after = job("low"), job("high"), job("after-low")
+    high.priority = 5
+    after.after = ("low",)
+    reporter = Reporter()
+    results = jobs.run_jobs([low, high, after], reporter, slots=jobs.Slots(1))
+    assert results == {"low": "low", "high": "high", "after-low": "after-low"}
+    assert order == ["high", "low", "after-low"]
+    assert "started: high" in reporter.messages
+    assert any(m.startswith("done: after-low (") for m in reporter.messages)
+
+
+def test_no_more_jobs_run_at_once_than_there_are_slots() -> None:
+    running = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def run() -> None:
+        with lock:
+            running["now"] += 1
+            running["most"] = max(running["most"], running["now"])
+        time.sleep(0.05)
+        with lock:
+            running["now"] -= 1
+
+    work = [jobs.Job(f"job {i}", run) for i in range(6)]
+    jobs.run_jobs(work, Reporter(), slots=jobs.Slots(2))
+    assert running["most"] == 2
+
+
+def test_a_failing_job_is_raised_after_the_running_ones_finish() -> None:
+    finished = threading.Event()
+
+    def slow() -> None:
+        time.sleep(0.1)
+        finished.set()
+
+    def broken() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        jobs.run_jobs(
+            [jobs.Job("slow", slow), jobs.Job("broken", broken), jobs.Job("never", slow, ("x",))],
+            Reporter(),
+            slots=jobs.Slots(2),
+        )
+    assert finished.is_set()
+
+
+def test_the_machine_slots_are_within_cores_and_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jobs.machine, "cores", lambda: 16)
+    monkeypatch.setattr(jobs.machine, "available_memory", lambda: 4 * jobs.machine.GIB)
+    assert jobs.machine_slots() == 2
+    monkeypatch.setattr(jobs.machine, "available_memory", lambda: 0)
+    assert jobs.machine_slots() == 1
+
+
+def test_line_reporter_lines_parse_back() -> None:
+    stream = io.StringIO()
+    reporter = LineReporter(stream=stream)
+    reporter.check_started("aten::my_frac: nvcc")
+    reporter.check_finished("aten::my_frac: nvcc", "not checked", 0.25)
+    first, second = (CHECK_LINE.match(line) for line in stream.getvalue().splitlines())
+    assert first is not None and second is not None
+    assert (first.group("status"), first.group("name")) == ("started", "aten::my_frac: nvcc")
+    assert (second.group("status"), second.group("seconds")) == ("not checked", "0.2")
+
+
+def test_onboard_verify_shows_each_check_the_session_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify_via_nox turns the session's lines into the reporter's start/end calls."""
+    from onboard import proc
+    from onboard.workflows import verify
+
+    ws = make_workspace(tmp_path / "ws")
+    (ws.root / "noxfile.py").write_text("")
+
+    def fake_stream(args: object, *, on_line: object, **kwargs: object) -> int:
+        assert callable(on_line)
+        on_line("nox > Running session verify")
+        on_line("onboard: started: aten::my_frac: nvcc")
+        on_line("onboard: passed: aten::my_frac: nvcc (12.5 s)")
+        report = ws.root / verify.REPORT_PATH
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(verify.VerifyResult(ws.root).to_json()))
+        return 0
+
+    monkeypatch.setattr(proc, "stream", fake_stream)
+    reporter = Reporter()
+    verify.verify_via_nox(ws, reporter=reporter)
+    assert "started: aten::my_frac: nvcc" in reporter.messages
+    assert "passed: aten::my_frac: nvcc (12.5 s)" in reporter.messages
+    assert "nox > Running session verify" in reporter.messages  # a detail (-v)
+
+
+def test_the_terminal_reporter_prints_plain_lines_off_a_terminal_and_nothing_quiet() -> None:
+    from rich.console import Console
+
+    from onboard.console import RichReporter
+
+    stream = io.StringIO()
+    reporter = RichReporter(_console=Console(file=stream, force_terminal=False))
+    reporter.check_started("aten::trunc (practice): nvcc")
+    reporter.check_finished("aten::trunc (practice): nvcc", "passed", 3.04)
+    assert stream.getvalue().splitlines() == [
+        "started: aten::trunc (practice): nvcc",
+        "passed: aten::trunc (practice): nvcc (3.0 s)",
+    ]
+    quiet_stream = io.StringIO()
+    quiet = RichReporter(quiet=True, _console=Console(file=quiet_stream))
+    quiet.check_started("x")
+    quiet.check_finished("x", "failed", 1.0)
+    assert quiet_stream.getvalue() == ""
+    live = io.StringIO()
+    terminal = RichReporter(_console=Console(file=live, force_terminal=True, width=120))
+    terminal.check_started("aten::my_frac: nvcc")
+    terminal.check_finished("aten::my_frac: nvcc", "failed", 2.0)
+    assert "aten::my_frac: nvcc" in live.getvalue() and terminal._status is None
