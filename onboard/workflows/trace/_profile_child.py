@@ -1,0 +1,235 @@
+# The body of `onboard trace`'s child (appended to _launch_child.py): runs the
+# program under torch's profiler (record_shapes, with_stack, profile_memory,
+# overload names) and a TorchFunctionMode that marks each outermost torch call
+# with the file:line that made it, then writes the event tree, the computed
+# dispatch table of every op seen and the dispatch key sets it needs.
+from torch._C._profiler import _EventType, _ExperimentalConfig  # noqa: E402
+from torch.autograd.profiler import profile  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
+_LINE = "@onboard-call\x1f"
+_MAX_EVENTS = int(REQUEST.get("max_events", 200000))
+# Python frames of the tracing machinery itself, never the user's.
+_OWN = ("<onboard>", "torch/autograd/profiler.py", "torch/profiler/", "torch/overrides.py",
+        "torch/utils/_python_dispatch.py", "runpy.py", "<frozen runpy>")  # fmt: skip
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
+class CallSites(TorchFunctionMode):
+    """Marks each outermost torch call (the mode is off inside it) with the user's
+    line that made it and, when torch's own Python code made it, that line too."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        frame = sys._getframe(1)
+        inner = None
+        while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
+            if inner is None and not frame.f_code.co_filename.endswith("overrides.py"):
+                inner = frame
+            frame = frame.f_back
+        user = frame if frame is not None else inner
+        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", "?")
+        module = getattr(func, "__module__", None) or ""
+        mark = _LINE + "\x1f".join(
+            [user.f_code.co_filename if user else "?", str(user.f_lineno if user else 0),
+             inner.f_code.co_filename if inner else "", str(inner.f_lineno if inner else 0),
+             module, name]
+        )  # fmt: skip
+        with torch._C._profiler._RecordFunctionFast(mark):
+            return func(*args, **(kwargs or {}))
+
+
+prof = profile(
+    record_shapes=True,
+    with_stack=True,
+    profile_memory=True,
+    experimental_config=_ExperimentalConfig(capture_overload_names=True),
+)
+mode = CallSites()
+
+
+def _enter():
+    prof.__enter__()
+    mode.__enter__()
+
+
+def _leave():
+    mode.__exit__(None, None, None)
+    prof.__exit__(None, None, None)
+
+
+status, _namespace = run_user_program(_enter, _leave)
+post_started = time.perf_counter()
+counted = [0, 0]  # events kept, events dropped
+
+
+def _value(v):
+    if isinstance(v, torch._C._profiler._TensorMetadata):
+        return {"shape": list(v.sizes), "dtype": str(v.dtype).replace("torch.", ""),
+                "device": str(v.device), "layout": str(v.layout).replace("torch.", "")}  # fmt: skip
+    if isinstance(v, list):
+        return [_value(x) for x in v[:8]]
+    if v is None or isinstance(v, (bool, int, float)):
+        return v
+    return str(v)[:40]
+
+
+def _is_own(event, kids):
+    """The tracer's frames (and the exec/eval that starts the program), not the user's."""
+    if event.name.startswith(_OWN):
+        return True
+    caller = event.extra_fields.caller.file_name
+    if event.tag == _EventType.PyCCall:
+        # the mode calling the real function, or the user's call the mode already marked
+        return caller == "<onboard>" or (bool(kids) and all(k["t"] == "call" for k in kids))
+    if event.parent is not None and event.parent.name.startswith(_LINE):
+        return True  # the mode calling the real Python function
+    return caller == "<string>" and event.parent is None  # the `python -c` boot line
+
+
+def _children(event):
+    kids = []
+    for child in event.children:
+        node = _convert(child)
+        if node is None:
+            continue
+        if node["t"] == "group":
+            kids.extend(node["children"])
+        else:
+            kids.append(node)
+    return kids
+
+
+def _convert(event):
+    """One profiler event -> a JSON node, or None when it holds no op."""
+    tag = event.tag
+    if counted[0] >= _MAX_EVENTS:
+        counted[1] += 1
+        return None
+    if tag == _EventType.Allocation:
+        ex = event.extra_fields
+        counted[0] += 1
+        return {"t": "alloc", "bytes": ex.alloc_size, "device": str(ex.device),
+                "allocated": ex.total_allocated, "reserved": ex.total_reserved}  # fmt: skip
+    name = event.name
+    kids = _children(event)
+    if tag in (_EventType.PyCall, _EventType.PyCCall) and _is_own(event, kids):
+        return {"t": "group", "children": kids} if kids else None
+    if tag == _EventType.TorchOp:
+        if name.startswith(_LINE):
+            if not kids:
+                return None
+            path, line, torch_path, torch_line, module, api = name[len(_LINE) :].split("\x1f")
+            counted[0] += 1
+            return {"t": "call", "path": path, "line": int(line), "torch_path": torch_path,
+                    "torch_line": int(torch_line), "api": api, "module": module,
+                    "children": kids}  # fmt: skip
+        counted[0] += 1
+        ex = event.extra_fields
+        return {"t": "op", "name": name, "overload": event.overload_name,
+                "ns": event.duration_time_ns, "seq": ex.sequence_number,
+                "inputs": [_value(v) for v in ex.inputs], "children": kids}  # fmt: skip
+    if not kids or not any(k["t"] != "alloc" for k in kids):
+        return None
+    counted[0] += 1
+    if tag == _EventType.PyCall:
+        ex = event.extra_fields
+        return {"t": "py", "func": ex.callsite.function_name, "path": ex.callsite.file_name,
+                "line": ex.callsite.line_number, "caller_path": ex.caller.file_name,
+                "caller_line": ex.caller.line_number, "children": kids}  # fmt: skip
+    if tag == _EventType.PyCCall:
+        ex = event.extra_fields
+        return {"t": "builtin", "name": name, "caller_path": ex.caller.file_name,
+                "caller_line": ex.caller.line_number, "children": kids}  # fmt: skip
+    return {"t": "group", "children": kids}
+
+
+tree = []
+for root in prof.kineto_results.experimental_event_tree():
+    node = _convert(root)
+    if node is not None:
+        tree.extend(node["children"] if node["t"] == "group" else [node])
+
+
+def _ops(nodes, found):
+    for node in nodes:
+        if node["t"] == "op":
+            found.add(node["name"] + ("." + node["overload"] if node["overload"] else ""))
+        _ops(node.get("children", ()), found)
+    return found
+
+
+tables = {}
+for op in sorted(_ops(tree, set())):
+    try:
+        tables[op] = torch._C._dispatch_dump_table(op)
+    except Exception as exc:  # an op the dispatcher no longer knows by that name
+        tables[op] = None
+        sys.stderr.write(f"onboard: no dispatch table for {op}: {exc}\n")
+
+
+def _keys(keyset):
+    """A DispatchKeySet as its keys, highest priority first (runtime keys: AutogradCPU)."""
+    keys = []
+    while True:
+        key = keyset.highestPriorityTypeId()
+        name = torch._C._dispatch_key_name(key)
+        if name == "Undefined":
+            return keys
+        keys.append(name)
+        keyset = keyset.remove(key)
+
+
+def _input_devices(node):
+    found = set()
+    for value in node.get("inputs", ()):
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, dict) and "device" in v:
+                found.add(f"{v['device']}/{v['layout']}")
+    return "+".join(sorted(found))
+
+
+def _combos(nodes, found):
+    for node in nodes:
+        if node["t"] == "op":
+            node["keys"] = _input_devices(node)
+            found.add(node["keys"])
+        elif node["t"] == "alloc":
+            found.add(f"{node['device']}/strided")
+        _combos(node.get("children", ()), found)
+    return found
+
+
+# The key set each call dispatched on: its tensors' keys plus the thread's
+# included keys (BackendSelect, ADInplaceOrView), before the excluded ones.
+include = torch._C._dispatch_tls_local_include_set()
+keysets = {}
+for combo in sorted(_combos(tree, {""})):
+    keyset = include
+    try:
+        for part in filter(None, combo.split("+")):
+            device, layout = part.split("/")
+            sample = torch.empty(0, device=device, layout=getattr(torch, layout))
+            keyset = keyset | torch._C._dispatch_keys(sample)
+    except Exception as exc:  # a layout that cannot make an empty tensor
+        sys.stderr.write(f"onboard: no key set for {combo}: {exc}\n")
+        continue
+    keysets[combo] = _keys(keyset)
+cuda = None
+if torch.cuda.is_available() and torch.cuda.is_initialized():
+    cuda = {"allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved(),
+            "max_allocated": torch.cuda.max_memory_allocated()}  # fmt: skip
+
+write_answer({
+    "torch": torch_facts(),
+    "status": status,
+    "tree": tree,
+    "events": counted[0],
+    "dropped": counted[1],
+    "tables": tables,
+    "keysets": keysets,
+    "tls_exclude": _keys(torch._C._dispatch_tls_local_exclude_set()),
+    "cuda": cuda,
+    "post_seconds": time.perf_counter() - post_started,
+})  # fmt: skip

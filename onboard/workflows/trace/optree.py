@@ -1,0 +1,292 @@
+"""The op tree of one run: the child's profiler events as nested calls.
+
+Three kinds of node: ``call`` (the line of the user's program, or of torch's
+Python code, that made an outermost torch call), ``frame`` (a Python function
+on the way: the user's ``step()``, ``torch/nn/functional.py`` ``relu``) and
+``op`` (one dispatcher entry: ``aten::empty.memory_format``, with the kernels
+it ran and the memory it was handed). Repeated subtrees fold into one node
+with a count; ``--depth`` and ``--filter`` cut what is shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from onboard.workflows.trace.dispatch import Kernel, TableEntry, Walk, walk
+
+# The autograd engine's own events (backward), named after Node classes, not ops.
+_ENGINE = re.compile(r"^(?:autograd::engine::evaluate_function: |torch::autograd::)")
+
+
+@dataclass
+class Allocation:
+    bytes: int
+    device: str
+    allocated: int  # what the allocator had handed out after this call
+    reserved: int  # what it held from the system (the CUDA caching allocator's cache)
+
+
+@dataclass
+class Node:
+    kind: str  # call / frame / op
+    label: str  # aten::zeros, torch.zeros, step
+    path: str | None = None
+    line: int | None = None
+    torch_path: str | None = None  # for a call: the torch/*.py line that made it
+    torch_line: int | None = None
+    ns: int = 0
+    seq: int = -1  # the autograd sequence number: >= 0 when the op recorded a grad_fn
+    inputs: list[str] = field(default_factory=list)
+    kernels: tuple[Kernel, ...] = ()
+    allocations: list[Allocation] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
+    count: int = 1  # how many identical subtrees this node stands for
+
+    @property
+    def is_op(self) -> bool:
+        return self.kind == "op"
+
+    @property
+    def is_engine(self) -> bool:
+        return self.kind == "op" and bool(_ENGINE.match(self.label))
+
+    @property
+    def self_ns(self) -> int:
+        return max(0, self.ns - sum(c.ns for c in self.children if c.is_op))
+
+    @property
+    def allocated_bytes(self) -> int:
+        return sum(a.bytes for a in self.allocations if a.bytes > 0)
+
+    def signature(self) -> tuple[Any, ...]:
+        return (
+            self.kind,
+            self.label,
+            self.path,
+            self.line,
+            tuple(self.inputs),
+            tuple(c.signature() for c in self.children),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "label": self.label, "count": self.count}
+        if self.kind == "op":
+            data.update(
+                ns=self.ns,
+                self_ns=self.self_ns,
+                inputs=self.inputs,
+                recorded_grad_fn=self.seq >= 0,
+                kernels=[k.to_json() for k in self.kernels],
+                allocated_bytes=self.allocated_bytes,
+                allocations=[vars(a) for a in self.allocations],
+            )
+        else:
+            data.update(path=self.path, line=self.line)
+            if self.torch_path:
+                data.update(torch_path=self.torch_path, torch_line=self.torch_line)
+        data["children"] = [c.to_json() for c in self.children]
+        return data
+
+
+def describe_input(value: Any) -> str | None:
+    """``3x4 float32`` for a tensor, the value for a scalar, None for an absent argument."""
+    if isinstance(value, dict) and "shape" in value:
+        shape = "x".join(str(s) for s in value["shape"]) or "scalar"
+        device = "" if value.get("device") == "cpu" else f" {value.get('device')}"
+        return f"{shape} {value.get('dtype')}{device}"
+    if isinstance(value, list):
+        parts = [p for p in (describe_input(v) for v in value) if p]
+        return "[" + ", ".join(parts) + "]" if parts else None
+    return None  # scalars and absent arguments: the JSON keeps the raw inputs
+
+
+@dataclass
+class Dispatch:
+    """What the replayed dispatcher walk needs from the child's answer."""
+
+    tables: dict[str, dict[str, TableEntry]]
+    keysets: dict[str, list[str]]
+    excluded: frozenset[str]
+
+    @property
+    def backends(self) -> frozenset[str]:
+        return frozenset(keys[-1] for combo, keys in self.keysets.items() if combo and keys)
+
+    def kernels(self, op: str, combo: str, excluded: frozenset[str], made_on: str) -> Walk:
+        table = self.tables.get(op)
+        keys = self.keysets.get(combo)
+        if not table or keys is None:
+            return Walk((), excluded)
+        return walk(table, keys, excluded, backends=self.backends, made_on=made_on)
+
+
+def _backend_key(device: str, keysets: dict[str, list[str]]) -> str:
+    keys = keysets.get(f"{device}/strided") or []
+    return keys[-1] if keys else "CPU"
+
+
+def build(raw: list[dict[str, Any]], dispatch: Dispatch) -> list[Node]:
+    out: list[Node] = []
+    for node in _build(raw, dispatch, dispatch.excluded):
+        # the program's own module frame holds everything: show what is in it
+        out.extend(node.children if node.kind == "frame" and node.label == "<module>" else [node])
+    return out
+
+
+def _build(raw: Iterable[dict[str, Any]], dispatch: Dispatch, excluded: frozenset[str]) -> Iterator[Node]:
+    for item in raw:
+        kind = item["t"]
+        if kind == "alloc":
+            continue  # folded into its op below
+        if kind == "op":
+            op = item["name"] + (f".{item['overload']}" if item.get("overload") else "")
+            allocs = [
+                Allocation(a["bytes"], a["device"], a["allocated"], a["reserved"])
+                for a in item.get("children", ())
+                if a["t"] == "alloc"
+            ]
+            made_on = _backend_key(
+                _first_device(item) or "cpu",
+                dispatch.keysets,
+            )
+            ran = dispatch.kernels(op, item.get("keys", ""), excluded, made_on)
+            inputs = [d for d in (describe_input(v) for v in item.get("inputs", ())) if d]
+            yield Node(
+                "op",
+                op,
+                ns=int(item.get("ns") or 0),
+                seq=int(item.get("seq", -1)),
+                inputs=inputs,
+                kernels=ran.kernels,
+                allocations=allocs,
+                children=list(_build(item.get("children", ()), dispatch, ran.excluded_below)),
+            )
+        elif kind == "call":
+            yield Node(
+                "call",
+                _api_name(item.get("module", ""), item.get("api", "")),
+                path=item.get("path"),
+                line=item.get("line"),
+                torch_path=item.get("torch_path") or None,
+                torch_line=item.get("torch_line") or None,
+                children=list(_build(item.get("children", ()), dispatch, excluded)),
+            )
+        elif kind == "py":
+            yield Node(
+                "frame",
+                item.get("func", "?"),
+                path=item.get("path"),
+                line=item.get("line"),
+                children=list(_build(item.get("children", ()), dispatch, excluded)),
+            )
+        else:  # a builtin between frames (torch.relu called from functional.py)
+            yield from _build(item.get("children", ()), dispatch, excluded)
+
+
+def _first_device(item: dict[str, Any]) -> str | None:
+    for child in item.get("children", ()):
+        if child["t"] == "alloc":
+            return str(child["device"])
+        found = _first_device(child)
+        if found:
+            return found
+    return None
+
+
+def _api_name(module: str, api: str) -> str:
+    # TorchFunctionMode hands over the C++ binding's Python name: the class they live on.
+    for prefix, public in (
+        ("_VariableFunctionsClass.", "torch."),
+        ("TensorBase.", "Tensor."),
+        ("_TensorBase.", "Tensor."),
+    ):
+        if api.startswith(prefix):
+            return public + api[len(prefix) :]
+    if module and not api.startswith(module):
+        if module == "torch.nn.functional":
+            module = "F"
+        return f"{module}.{api}"
+    return api
+
+
+# -- folding -----------------------------------------------------------------
+
+_MAX_PERIOD = 6
+
+
+def fold(nodes: list[Node]) -> list[Node]:
+    """Identical neighbouring subtrees (or runs of up to six, as a loop body makes)
+    become one node with a count; times add up."""
+    for node in nodes:
+        node.children = fold(node.children)
+    out: list[Node] = []
+    i = 0
+    while i < len(nodes):
+        best = (1, 1)  # (period, repeats)
+        for period in range(1, _MAX_PERIOD + 1):
+            sig = [n.signature() for n in nodes[i : i + period]]
+            if len(sig) < period:
+                break
+            reps = 1
+            while [n.signature() for n in nodes[i + reps * period : i + (reps + 1) * period]] == sig:
+                reps += 1
+            if reps > 1 and reps * period > best[0] * best[1]:
+                best = (period, reps)
+        period, reps = best
+        if reps == 1:
+            out.append(nodes[i])
+            i += 1
+            continue
+        for offset in range(period):
+            group = [nodes[i + r * period + offset] for r in range(reps)]
+            out.append(_merge(group))
+        i += period * reps
+    return out
+
+
+def _merge(group: list[Node]) -> Node:
+    first = group[0]
+    first.count = sum(n.count for n in group)
+    first.ns = sum(n.ns for n in group)
+    first.allocations = [a for n in group for a in n.allocations]
+    merged_children = [_merge(list(kids)) for kids in zip(*(n.children for n in group), strict=True)]
+    first.children = merged_children
+    return first
+
+
+# -- walking -----------------------------------------------------------------
+
+
+def ops(nodes: Iterable[Node]) -> Iterator[Node]:
+    for node in nodes:
+        if node.is_op:
+            yield node
+        yield from ops(node.children)
+
+
+def top_ops(nodes: Iterable[Node]) -> Iterator[Node]:
+    """The ops entered from Python (not called by another op)."""
+    for node in nodes:
+        if node.is_op:
+            yield node
+        else:
+            yield from top_ops(node.children)
+
+
+def prune(nodes: list[Node], *, depth: int | None, pattern: re.Pattern[str] | None) -> list[Node]:
+    """Cut ops nested deeper than ``depth`` (1: only the ops entered from Python)
+    and keep only the subtrees holding an op whose name matches ``pattern``."""
+    out = []
+    for node in nodes:
+        if node.is_op and depth is not None and depth <= 0:
+            continue
+        child_depth = depth - 1 if depth is not None and node.is_op else depth
+        matches = pattern is None or (node.is_op and bool(pattern.search(node.label)))
+        children = prune(node.children, depth=child_depth, pattern=None if matches else pattern)
+        if matches or children:
+            node.children = children
+            out.append(node)
+    return out
