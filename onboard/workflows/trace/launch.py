@@ -88,7 +88,7 @@ def interpreter(
 
 def parse(
     command: Sequence[str] | None,
-    code: str | None,
+    code: str | None = None,
     *,
     python: str | None = None,
     workspace_build: bool = False,
