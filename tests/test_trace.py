@@ -1,3 +1,4 @@
+# ruff: noqa: E501 (dispatch tables and scripts are quoted verbatim)
 """`onboard trace`: real programs run under the installed torch's profiler in a child.
 
 The dispatcher replay and the folding are checked on their own; the end-to-end
@@ -50,24 +51,43 @@ CPU_KEYS = ["AutocastCPU", "AutogradCPU", "ADInplaceOrView", "BackendSelect", "C
 
 
 def test_dispatch_walk_factory_goes_through_backend_select() -> None:
-    ran = walk(parse_table(ZEROS_TABLE), ["ADInplaceOrView", "BackendSelect"], frozenset(),
-               backends=frozenset({"CPU"}), made_on="CPU")  # fmt: skip
+    ran = walk(
+        parse_table(ZEROS_TABLE),
+        ["ADInplaceOrView", "BackendSelect"],
+        frozenset(),
+        backends=frozenset({"CPU"}),
+        made_on="CPU",
+    )
     assert [(k.key, k.kind) for k in ran.kernels] == [
         ("BackendSelect", "kernel"),
         ("CPU", "default backend kernel"),
     ]
-    assert ran.kernels[1].path and ran.kernels[1].path.endswith("RegisterCompositeExplicitAutograd_0.cpp")
-    assert ran.excluded_below == frozenset()  # no autograd kernel ran: what zeros calls sees autograd
+    assert ran.kernels[1].path and ran.kernels[1].path.endswith(
+        "RegisterCompositeExplicitAutograd_0.cpp"
+    )
+    assert (
+        ran.excluded_below == frozenset()
+    )  # no autograd kernel ran: what zeros calls sees autograd
 
 
 def test_dispatch_walk_autograd_then_inplace_view_then_cpu() -> None:
-    ran = walk(parse_table(ZERO_TABLE), CPU_KEYS, frozenset({"AutocastCPU"}),
-               backends=frozenset({"CPU"}), made_on="CPU")  # fmt: skip
+    ran = walk(
+        parse_table(ZERO_TABLE),
+        CPU_KEYS,
+        frozenset({"AutocastCPU"}),
+        backends=frozenset({"CPU"}),
+        made_on="CPU",
+    )
     assert [k.key for k in ran.kernels] == ["AutogradCPU", "ADInplaceOrView", "CPU"]
     assert {"AutogradCPU", "ADInplaceOrView"} <= ran.excluded_below
     # below an autograd kernel, the same op runs its backend kernel only
-    nested = walk(parse_table(ZERO_TABLE), CPU_KEYS, ran.excluded_below,
-                  backends=frozenset({"CPU"}), made_on="CPU")  # fmt: skip
+    nested = walk(
+        parse_table(ZERO_TABLE),
+        CPU_KEYS,
+        ran.excluded_below,
+        backends=frozenset({"CPU"}),
+        made_on="CPU",
+    )
     assert [k.key for k in nested.kernels] == ["CPU"]
 
 
@@ -88,28 +108,42 @@ def test_prune_depth_and_filter() -> None:
     inner = optree.Node("op", "aten::empty.memory_format")
     top = optree.Node("op", "aten::zeros", children=[inner, optree.Node("op", "aten::zero_")])
     call = optree.Node("call", "torch.zeros", children=[top])
-    assert [n.label for n in optree.prune([call], depth=1, pattern=None)[0].children] == ["aten::zeros"]
+    assert [n.label for n in optree.prune([call], depth=1, pattern=None)[0].children] == [
+        "aten::zeros"
+    ]
     assert optree.prune([call], depth=1, pattern=None)[0].children[0].children == []
     import re
 
     inner2 = optree.Node("op", "aten::empty.memory_format")
     top2 = optree.Node("op", "aten::zeros", children=[inner2, optree.Node("op", "aten::zero_")])
-    kept = optree.prune([optree.Node("call", "torch.zeros", children=[top2])], depth=None,
-                        pattern=re.compile("empty"))  # fmt: skip
+    kept = optree.prune(
+        [optree.Node("call", "torch.zeros", children=[top2])],
+        depth=None,
+        pattern=re.compile("empty"),
+    )
     assert [n.label for n in kept[0].children[0].children] == ["aten::empty.memory_format"]
 
 
 def test_parse_bad_commands(tmp_path: Path) -> None:
-    for command, code in ((None, None), (["bash", "run.sh"], None), (["python", "-x", "a.py"], None),
-                          (["python"], None), (["python", "nope.py"], None), (["python", "a.py"], "1")):  # fmt: skip
+    for command, code in (
+        (None, None),
+        (["bash", "run.sh"], None),
+        (["python", "-x", "a.py"], None),
+        (["python"], None),
+        (["python", "nope.py"], None),
+        (["python", "a.py"], "1"),
+    ):
         with pytest.raises(BadInput):
             launch.parse(command, code)
     script = tmp_path / "a.py"
     script.write_text("print(1)\n")
     program = launch.parse([PY, "-u", str(script), "--lr", "0.1"])
     assert (program.kind, program.python, program.options, program.args) == (
-        "script", PY, ("-u",), ("--lr", "0.1"),
-    )  # fmt: skip
+        "script",
+        PY,
+        ("-u",),
+        ("--lr", "0.1"),
+    )
     assert launch.parse(["python", "-m", "pkg.mod", "x"], None, python=PY).kind == "module"
 
 
@@ -142,7 +176,9 @@ def test_trace_locations_agree_with_where(clone_ws: Path, tmp_path: Path) -> Non
     for op in ("aten::zeros", "aten::empty.memory_format", "aten::zero_", "aten::trunc"):
         mine = result.ops[op]
         theirs = where(op, workspace=str(clone_ws))
-        where_regs = {r.location.label for r in theirs.dispatch if r.op.startswith(op.split(".")[0])}
+        where_regs = {
+            r.location.label for r in theirs.dispatch if r.op.startswith(op.split(".")[0])
+        }
         for kernel in mine.kernels:
             assert kernel.registered is not None
             assert kernel.registered.label in where_regs, (op, kernel.key)
@@ -156,14 +192,22 @@ def test_trace_locations_agree_with_where(clone_ws: Path, tmp_path: Path) -> Non
 
 def test_trace_cli_json_filter_and_depth(tmp_path: Path) -> None:
     runner = CliRunner()
-    out = runner.invoke(cli, ["trace", "--json", "--depth", "1", "-c", "torch.ones(2) + 1", "--python", PY])
+    out = runner.invoke(
+        cli, ["trace", "--json", "--depth", "1", "-c", "torch.ones(2) + 1", "--python", PY]
+    )
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert data["ok"] is True and data["summary"]["op_calls"] >= 3
     labels = [c["label"] for call in data["tree"] for c in call["children"]]
-    assert "aten::ones" in labels and all(not c["children"] for call in data["tree"] for c in call["children"])
+    assert "aten::ones" in labels and all(
+        not c["children"] for call in data["tree"] for c in call["children"]
+    )
     out = runner.invoke(cli, ["trace", "--filter", "fill_", "-c", "torch.ones(2)", "--python", PY])
-    assert out.exit_code == 0 and "aten::fill_.Scalar" in out.stdout and "aten::zero_" not in out.stdout
+    assert (
+        out.exit_code == 0
+        and "aten::fill_.Scalar" in out.stdout
+        and "aten::zero_" not in out.stdout
+    )
     bad = runner.invoke(cli, ["trace", "--filter", "(", "-c", "torch.ones(2)"])
     assert isinstance(bad.exception, BadInput)
 
@@ -173,7 +217,9 @@ def test_trace_script_imports_its_neighbour_not_a_checkout_torch(tmp_path: Path)
     # while the script's own module next to it still imports.
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('checkout torch')\n")
-    (tmp_path / "mymodel.py").write_text("import torch\ndef make():\n    return torch.ones(2) * 3\n")
+    (tmp_path / "mymodel.py").write_text(
+        "import torch\ndef make():\n    return torch.ones(2) * 3\n"
+    )
     (tmp_path / "repro.py").write_text("import mymodel\nmymodel.make()\n")
     cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -242,8 +288,11 @@ def test_trace_interrupted_exits_130(tmp_path: Path) -> None:
     script.write_text("import time\nimport torch\ntorch.ones(1)\ntime.sleep(600)\n")
     proc = subprocess.Popen(
         [PY, "-m", "onboard", "trace", "--", PY, str(script)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(8)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)

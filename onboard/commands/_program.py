@@ -45,7 +45,7 @@ def program_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option(
         "--workspace-build",
         is_flag=True,
-        help="Run it with the workspace's own build (`onboard build`) instead of the installed torch.",
+        help="Run it with the workspace's own build (`onboard build`) instead of the installed torch.",  # noqa: E501
     )
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

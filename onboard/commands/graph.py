@@ -10,9 +10,22 @@ from onboard.commands._program import ProgramCommand, program, program_options
 
 @click.command("graph", cls=ProgramCommand)
 @program_options
-@click.option("--var", "variables", metavar="NAME", multiple=True, help="Draw the graph of this module global only (repeatable).")
-@click.option("--dot", "as_dot", is_flag=True, help="Print a Graphviz digraph instead of the text view.")
-@click.option("--svg", metavar="FILE", default=None, help="Also render the graph to FILE with Graphviz's `dot`.")
+@click.option(
+    "--var",
+    "variables",
+    metavar="NAME",
+    multiple=True,
+    help="Draw the graph of this module global only (repeatable).",
+)
+@click.option(
+    "--dot", "as_dot", is_flag=True, help="Print a Graphviz digraph instead of the text view."
+)
+@click.option(
+    "--svg",
+    metavar="FILE",
+    default=None,
+    help="Also render the graph to FILE with Graphviz's `dot`.",
+)
 @workspace_option
 @python_option(help="The interpreter to run the program with (default: the command's own python).")
 @common_options

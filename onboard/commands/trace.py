@@ -10,8 +10,19 @@ from onboard.commands._program import ProgramCommand, program, program_options
 
 @click.command("trace", cls=ProgramCommand)
 @program_options
-@click.option("--depth", type=int, default=None, help="Show ops nested at most N deep (1: the ops your code called).")
-@click.option("--filter", "filter_", metavar="REGEX", default=None, help="Show only ops whose name matches REGEX (with their callers).")
+@click.option(
+    "--depth",
+    type=int,
+    default=None,
+    help="Show ops nested at most N deep (1: the ops your code called).",
+)
+@click.option(
+    "--filter",
+    "filter_",
+    metavar="REGEX",
+    default=None,
+    help="Show only ops whose name matches REGEX (with their callers).",
+)
 @workspace_option
 @python_option(help="The interpreter to run the program with (default: the command's own python).")
 @common_options
@@ -51,4 +62,3 @@ def trace(
     )
     emit(result, as_json=as_json, verbose=verbose)
     return result.exit_code_for_cli
-

@@ -1,3 +1,4 @@
+# ruff: noqa: F821, SIM105, B007 (torch, REQUEST, run_user_program, ... come from _launch_child.py, run first)
 # The body of `onboard graph`'s child (appended to _launch_child.py): runs the
 # program, then walks grad_fn / next_functions from the tensors it leaves in
 # its module globals (or the ones named in the request) and writes the graph.
@@ -6,8 +7,11 @@ MAX_NODES = int(REQUEST.get("max_nodes", 300))
 
 
 def _tensor(t):
-    return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-            "device": str(t.device)}  # fmt: skip
+    return {
+        "shape": list(t.shape),
+        "dtype": str(t.dtype).replace("torch.", ""),
+        "device": str(t.device),
+    }
 
 
 # Names for tensors: module globals, and the parameters of nn.Modules there.
@@ -85,8 +89,11 @@ while queue:
         entry["seq"] = None
     if hasattr(fn, "variable"):
         var = fn.variable
-        entry["variable"] = {"name": names.get(id(var)), **_tensor(var),
-                             "hooks": len(getattr(var, "_backward_hooks", None) or {})}  # fmt: skip
+        entry["variable"] = {
+            "name": names.get(id(var)),
+            **_tensor(var),
+            "hooks": len(getattr(var, "_backward_hooks", None) or {}),
+        }
     try:
         entry["metadata"] = sorted(str(k) for k in fn.metadata)
     except Exception:
@@ -102,25 +109,34 @@ for key, t in tensors.items():
         **_tensor(t),
         "requires_grad": t.requires_grad,
         "is_leaf": t.is_leaf,
-        "grad_fn": None if t.grad_fn is None else index.get(id(t.grad_fn), type(t.grad_fn).__name__),
+        "grad_fn": None
+        if t.grad_fn is None
+        else index.get(id(t.grad_fn), type(t.grad_fn).__name__),
         "grad_fn_cls": None if t.grad_fn is None else type(t.grad_fn).__name__,
         "is_view": t._is_view(),
         "base": None if base is None else names.get(id(base), "an unnamed tensor"),
         "retains_grad": bool(getattr(t, "retains_grad", False)),
         "hooks": len(t._backward_hooks or {}),
         "inference": t.is_inference(),
-        "shares_storage_with": [k for k in data_ptrs.get(
-            t.untyped_storage().data_ptr() if t.layout == torch.strided else -1, []) if k != key],
-    }  # fmt: skip
+        "shares_storage_with": [
+            k
+            for k in data_ptrs.get(
+                t.untyped_storage().data_ptr() if t.layout == torch.strided else -1, []
+            )
+            if k != key
+        ],
+    }
 
-write_answer({
-    "torch": torch_facts(),
-    "status": status,
-    "roots": [name for name, _t in roots],
-    "missing": missing,
-    "tensors": described,
-    "globals": sorted(k for k in namespace if not k.startswith("__"))[:60],
-    "nodes": nodes,
-    "truncated": truncated,
-    "grad_enabled": torch.is_grad_enabled(),
-})  # fmt: skip
+write_answer(
+    {
+        "torch": torch_facts(),
+        "status": status,
+        "roots": [name for name, _t in roots],
+        "missing": missing,
+        "tensors": described,
+        "globals": sorted(k for k in namespace if not k.startswith("__"))[:60],
+        "nodes": nodes,
+        "truncated": truncated,
+        "grad_enabled": torch.is_grad_enabled(),
+    }
+)

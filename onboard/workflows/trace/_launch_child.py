@@ -2,7 +2,7 @@
 # _graph_child.py appended: imports torch, then runs the user's program the way
 # `python SCRIPT ARGS`, `python -m MODULE ARGS` or `python -c CODE` would, and
 # writes one JSON answer to the file named in the request.
-#   argv[1]: this code (run by a one-line `exec` under the name <onboard>); argv[2]: JSON {"kind": "script"|"module"|"code", "target", "args", "result",
+#   argv[1]: this code (run by a one-line `exec` under the name <onboard>); argv[2]: JSON {"kind": "script"|"module"|"code", "target", "args", "result",  # noqa: E501
 #                  "preimport": bool, ...the body's own keys}
 import builtins
 import json

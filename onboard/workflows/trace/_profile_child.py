@@ -1,3 +1,4 @@
+# ruff: noqa: F821 (torch, REQUEST, run_user_program, ... come from _launch_child.py, run first)
 # The body of `onboard trace`'s child (appended to _launch_child.py): runs the
 # program under torch's profiler (record_shapes, with_stack, profile_memory,
 # overload names) and a TorchFunctionMode that marks each outermost torch call
@@ -10,8 +11,15 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 _LINE = "@onboard-call\x1f"
 _MAX_EVENTS = int(REQUEST.get("max_events", 200000))
 # Python frames of the tracing machinery itself, never the user's.
-_OWN = ("<onboard>", "torch/autograd/profiler.py", "torch/profiler/", "torch/overrides.py",
-        "torch/utils/_python_dispatch.py", "runpy.py", "<frozen runpy>")  # fmt: skip
+_OWN = (
+    "<onboard>",
+    "torch/autograd/profiler.py",
+    "torch/profiler/",
+    "torch/overrides.py",
+    "torch/utils/_python_dispatch.py",
+    "runpy.py",
+    "<frozen runpy>",
+)
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -32,10 +40,15 @@ class CallSites(TorchFunctionMode):
         name = getattr(func, "__qualname__", None) or getattr(func, "__name__", "?")
         module = getattr(func, "__module__", None) or ""
         mark = _LINE + "\x1f".join(
-            [user.f_code.co_filename if user else "?", str(user.f_lineno if user else 0),
-             inner.f_code.co_filename if inner else "", str(inner.f_lineno if inner else 0),
-             module, name]
-        )  # fmt: skip
+            [
+                user.f_code.co_filename if user else "?",
+                str(user.f_lineno if user else 0),
+                inner.f_code.co_filename if inner else "",
+                str(inner.f_lineno if inner else 0),
+                module,
+                name,
+            ]
+        )
         with torch._C._profiler._RecordFunctionFast(mark):
             return func(*args, **(kwargs or {}))
 
@@ -66,8 +79,12 @@ counted = [0, 0]  # events kept, events dropped
 
 def _value(v):
     if isinstance(v, torch._C._profiler._TensorMetadata):
-        return {"shape": list(v.sizes), "dtype": str(v.dtype).replace("torch.", ""),
-                "device": str(v.device), "layout": str(v.layout).replace("torch.", "")}  # fmt: skip
+        return {
+            "shape": list(v.sizes),
+            "dtype": str(v.dtype).replace("torch.", ""),
+            "device": str(v.device),
+            "layout": str(v.layout).replace("torch.", ""),
+        }
     if isinstance(v, list):
         return [_value(x) for x in v[:8]]
     if v is None or isinstance(v, (bool, int, float)):
@@ -110,8 +127,13 @@ def _convert(event):
     if tag == _EventType.Allocation:
         ex = event.extra_fields
         counted[0] += 1
-        return {"t": "alloc", "bytes": ex.alloc_size, "device": str(ex.device),
-                "allocated": ex.total_allocated, "reserved": ex.total_reserved}  # fmt: skip
+        return {
+            "t": "alloc",
+            "bytes": ex.alloc_size,
+            "device": str(ex.device),
+            "allocated": ex.total_allocated,
+            "reserved": ex.total_reserved,
+        }
     name = event.name
     kids = _children(event)
     if tag in (_EventType.PyCall, _EventType.PyCCall) and _is_own(event, kids):
@@ -122,26 +144,50 @@ def _convert(event):
                 return None
             path, line, torch_path, torch_line, module, api = name[len(_LINE) :].split("\x1f")
             counted[0] += 1
-            return {"t": "call", "path": path, "line": int(line), "torch_path": torch_path,
-                    "torch_line": int(torch_line), "api": api, "module": module,
-                    "children": kids}  # fmt: skip
+            return {
+                "t": "call",
+                "path": path,
+                "line": int(line),
+                "torch_path": torch_path,
+                "torch_line": int(torch_line),
+                "api": api,
+                "module": module,
+                "children": kids,
+            }
         counted[0] += 1
         ex = event.extra_fields
-        return {"t": "op", "name": name, "overload": event.overload_name,
-                "ns": event.duration_time_ns, "seq": ex.sequence_number,
-                "inputs": [_value(v) for v in ex.inputs], "children": kids}  # fmt: skip
+        return {
+            "t": "op",
+            "name": name,
+            "overload": event.overload_name,
+            "ns": event.duration_time_ns,
+            "seq": ex.sequence_number,
+            "inputs": [_value(v) for v in ex.inputs],
+            "children": kids,
+        }
     if not kids or not any(k["t"] != "alloc" for k in kids):
         return None
     counted[0] += 1
     if tag == _EventType.PyCall:
         ex = event.extra_fields
-        return {"t": "py", "func": ex.callsite.function_name, "path": ex.callsite.file_name,
-                "line": ex.callsite.line_number, "caller_path": ex.caller.file_name,
-                "caller_line": ex.caller.line_number, "children": kids}  # fmt: skip
+        return {
+            "t": "py",
+            "func": ex.callsite.function_name,
+            "path": ex.callsite.file_name,
+            "line": ex.callsite.line_number,
+            "caller_path": ex.caller.file_name,
+            "caller_line": ex.caller.line_number,
+            "children": kids,
+        }
     if tag == _EventType.PyCCall:
         ex = event.extra_fields
-        return {"t": "builtin", "name": name, "caller_path": ex.caller.file_name,
-                "caller_line": ex.caller.line_number, "children": kids}  # fmt: skip
+        return {
+            "t": "builtin",
+            "name": name,
+            "caller_path": ex.caller.file_name,
+            "caller_line": ex.caller.line_number,
+            "children": kids,
+        }
     return {"t": "group", "children": kids}
 
 
@@ -218,18 +264,23 @@ for combo in sorted(_combos(tree, {""})):
     keysets[combo] = _keys(keyset)
 cuda = None
 if torch.cuda.is_available() and torch.cuda.is_initialized():
-    cuda = {"allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved(),
-            "max_allocated": torch.cuda.max_memory_allocated()}  # fmt: skip
+    cuda = {
+        "allocated": torch.cuda.memory_allocated(),
+        "reserved": torch.cuda.memory_reserved(),
+        "max_allocated": torch.cuda.max_memory_allocated(),
+    }
 
-write_answer({
-    "torch": torch_facts(),
-    "status": status,
-    "tree": tree,
-    "events": counted[0],
-    "dropped": counted[1],
-    "tables": tables,
-    "keysets": keysets,
-    "tls_exclude": _keys(torch._C._dispatch_tls_local_exclude_set()),
-    "cuda": cuda,
-    "post_seconds": time.perf_counter() - post_started,
-})  # fmt: skip
+write_answer(
+    {
+        "torch": torch_facts(),
+        "status": status,
+        "tree": tree,
+        "events": counted[0],
+        "dropped": counted[1],
+        "tables": tables,
+        "keysets": keysets,
+        "tls_exclude": _keys(torch._C._dispatch_tls_local_exclude_set()),
+        "cuda": cuda,
+        "post_seconds": time.perf_counter() - post_started,
+    }
+)

@@ -133,14 +133,16 @@ def graph(
     dot_exe = proc.which("dot") if svg else None
     if svg and dot_exe is None:
         # Said before the program runs, so it is not run for nothing.
-        raise OnboardError(f"--svg {svg} needs Graphviz's `dot` program, which is not on PATH.",
-                           next_step=DOT_HELP)  # fmt: skip
+        raise OnboardError(
+            f"--svg {svg} needs Graphviz's `dot` program, which is not on PATH.", next_step=DOT_HELP
+        )
     program = launch.parse(
         command, code, python=python, workspace_build=workspace_build, workspace=workspace
     )
     request = {"vars": list(variables), "max_nodes": MAX_NODES}
-    ran = launch.run(program, "_graph_child.py", request, timeout=timeout, reporter=reporter,
-                     what="Running")  # fmt: skip
+    ran = launch.run(
+        program, "_graph_child.py", request, timeout=timeout, reporter=reporter, what="Running"
+    )
     answer = ran.answer
     tensors: dict[str, dict[str, Any]] = answer.get("tensors") or {}
     if answer.get("missing"):
@@ -153,8 +155,9 @@ def graph(
             "tensor that has a grad_fn.",
         )
     raw_nodes = answer.get("nodes") or []
-    launch.check_started(ran, program, did_something=bool(tensors),
-                         what="no tensor in its module globals")  # fmt: skip
+    launch.check_started(
+        ran, program, did_something=bool(tensors), what="no tensor in its module globals"
+    )
     sources = Sources.open(workspace, program.python, answer["torch"], reporter)
     entries = backward_nodes.index(sources.ctx.yaml().derivatives)
     result = GraphResult(
@@ -183,15 +186,20 @@ def graph(
     result.dot = to_dot(result)
     result.dot_only = dot and not svg
     if svg and dot_exe:
-        rendered = proc.run([dot_exe, "-Tsvg", "-o", svg], input=result.dot, timeout=120,
-                            what="Rendering the graph with dot")  # fmt: skip
+        rendered = proc.run(
+            [dot_exe, "-Tsvg", "-o", svg],
+            input=result.dot,
+            timeout=120,
+            what="Rendering the graph with dot",
+        )
         del rendered
         result.svg = str(Path(svg).resolve())
     return result
 
 
-def _node(i: int, raw: dict[str, Any], entries: dict[str, backward_nodes.BackwardEntry],
-          sources: Sources) -> GraphNode:  # fmt: skip
+def _node(
+    i: int, raw: dict[str, Any], entries: dict[str, backward_nodes.BackwardEntry], sources: Sources
+) -> GraphNode:
     cls = str(raw.get("cls", "?"))
     entry = backward_nodes.lookup(entries, cls)
     return GraphNode(
@@ -212,7 +220,10 @@ def _generated_class(sources: Sources, cls: str) -> SourceLoc:
     """``struct TORCH_API MulBackward0`` in Functions.h (the checkout's, else the wheel's copy)."""
     rel = backward_nodes.FUNCTIONS_H
     needle = f"struct TORCH_API {cls.removesuffix('_copy')} "
-    for path in (sources.ctx.checkout / rel, (sources.ctx.checkout / "torch").resolve() / "include" / rel):
+    for path in (
+        sources.ctx.checkout / rel,
+        (sources.ctx.checkout / "torch").resolve() / "include" / rel,
+    ):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -248,10 +259,12 @@ def explain(tensors: dict[str, dict[str, Any]], roots: list[str], grad_enabled: 
             "the base."
         )
     detached = [
-        k for k, t in tensors.items()
-        if not t["requires_grad"] and t["shares_storage_with"]
+        k
+        for k, t in tensors.items()
+        if not t["requires_grad"]
+        and t["shares_storage_with"]
         and any(tensors[o]["requires_grad"] for o in t["shares_storage_with"])
-    ]  # fmt: skip
+    ]
     if detached:
         out.append(
             f"Detached ({', '.join(detached)}): they share memory with a tensor in the graph "
@@ -288,14 +301,15 @@ def _quote(text: str) -> str:
 
 
 def to_dot(result: GraphResult) -> str:
-    """A Graphviz digraph: tensors, nodes and edges labelled with input_nr, gradients flowing down."""
+    """A Graphviz digraph: tensors, nodes and edges labelled with input_nr, gradients flowing down."""  # noqa: E501
     lines = ["digraph autograd {", '  rankdir="TB";', '  node [fontname="monospace" fontsize=10];']
     for name in result.roots:
         t = result.tensors.get(name, {})
         shape = "x".join(str(s) for s in t.get("shape", [])) or "scalar"
         label = _quote(f"{name}\n{shape} {t.get('dtype', '')}")
-        lines.append(f"  {_quote('t_' + name)} [shape=box style=filled fillcolor=lightblue "
-                     f"label={label}];")  # fmt: skip
+        lines.append(
+            f"  {_quote('t_' + name)} [shape=box style=filled fillcolor=lightblue label={label}];"
+        )
         if isinstance(t.get("grad_fn"), int):
             lines.append(f"  {_quote('t_' + name)} -> n{t['grad_fn']};")
     for node in result.nodes:
@@ -305,8 +319,9 @@ def to_dot(result: GraphResult) -> str:
         if node.derivative is not None and node.derivative.line:
             label += f"\nderivatives.yaml:{node.derivative.line}"
         color = "lightgrey" if node.variable is not None else "white"
-        lines.append(f"  n{node.index} [shape=box style=filled fillcolor={color} "
-                     f"label={_quote(label)}];")  # fmt: skip
+        lines.append(
+            f"  n{node.index} [shape=box style=filled fillcolor={color} label={_quote(label)}];"
+        )
         for target, nr in node.next:
             if target is not None:
                 lines.append(f'  n{node.index} -> n{target} [label="{nr}"];')

@@ -48,8 +48,13 @@ class Program:
     preimport: bool = False  # `onboard trace -c`: torch is imported for the code
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "target": self.target, "args": list(self.args),
-                "python": self.python, "command": self.shown}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "args": list(self.args),
+            "python": self.python,
+            "command": self.shown,
+        }
 
 
 def _is_python(word: str) -> bool:
@@ -97,7 +102,7 @@ def parse(
     """The program to run, from the words after `--` or from `-c CODE`."""
     usage = (
         "Give the program after `--` (`onboard trace -- python repro.py`, "
-        "`-- python -m mypkg.train`) or one expression with `-c \"torch.zeros(3, 4)\"`."
+        '`-- python -m mypkg.train`) or one expression with `-c "torch.zeros(3, 4)"`.'
     )
     if code is not None and command:
         raise BadInput(
@@ -136,7 +141,7 @@ def parse(
             options.append(word)
         else:
             raise BadInput(
-                f"The interpreter option `{word}` in `{shlex.join(command)}` is not supported here.",
+                f"The interpreter option `{word}` in `{shlex.join(command)}` is not supported here.",  # noqa: E501
                 next_step="Drop it, or run the script without onboard. " + usage,
             )
     if not words:
@@ -270,7 +275,7 @@ def check_started(ran: Ran, program: Program, *, did_something: bool, what: str)
     if not status.get("imported_torch"):
         raise OnboardError(
             f"`{program.shown}` ran (exit 0) but never imported torch, so there is {what}.",
-            next_step='Run it on a program that uses torch, or try `onboard trace -c '
+            next_step="Run it on a program that uses torch, or try `onboard trace -c "
             '"torch.zeros(3, 4)"`.',
         )
     raise OnboardError(

@@ -133,7 +133,9 @@ class Sources:
         delegate = entry.get("structured_delegate")
         functions = [f for f in yaml.group(entry["base"]) if f["name"] in (name, delegate)]
         sites, missing = where_kernel_sites(self.ctx, functions)
-        places = OpPlaces(op, self.ctx.source_map.loc(NATIVE_FUNCTIONS, entry["line"]), sites, missing)
+        places = OpPlaces(
+            op, self.ctx.source_map.loc(NATIVE_FUNCTIONS, entry["line"]), sites, missing
+        )
         self._places[op] = places
         return places
 

@@ -136,7 +136,9 @@ def build(raw: list[dict[str, Any]], dispatch: Dispatch) -> list[Node]:
     return out
 
 
-def _build(raw: Iterable[dict[str, Any]], dispatch: Dispatch, excluded: frozenset[str]) -> Iterator[Node]:
+def _build(
+    raw: Iterable[dict[str, Any]], dispatch: Dispatch, excluded: frozenset[str]
+) -> Iterator[Node]:
     for item in raw:
         kind = item["t"]
         if kind == "alloc":
@@ -231,7 +233,9 @@ def fold(nodes: list[Node]) -> list[Node]:
             if len(sig) < period:
                 break
             reps = 1
-            while [n.signature() for n in nodes[i + reps * period : i + (reps + 1) * period]] == sig:
+            while [
+                n.signature() for n in nodes[i + reps * period : i + (reps + 1) * period]
+            ] == sig:
                 reps += 1
             if reps > 1 and reps * period > best[0] * best[1]:
                 best = (period, reps)
@@ -252,7 +256,9 @@ def _merge(group: list[Node]) -> Node:
     first.count = sum(n.count for n in group)
     first.ns = sum(n.ns for n in group)
     first.allocations = [a for n in group for a in n.allocations]
-    merged_children = [_merge(list(kids)) for kids in zip(*(n.children for n in group), strict=True)]
+    merged_children = [
+        _merge(list(kids)) for kids in zip(*(n.children for n in group), strict=True)
+    ]
     first.children = merged_children
     return first
 

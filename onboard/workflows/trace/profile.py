@@ -174,8 +174,9 @@ def trace(
     program = launch.parse(
         command, code, python=python, workspace_build=workspace_build, workspace=workspace
     )
-    ran = launch.run(program, "_profile_child.py", {}, timeout=timeout, reporter=reporter,
-                     what="Tracing")  # fmt: skip
+    ran = launch.run(
+        program, "_profile_child.py", {}, timeout=timeout, reporter=reporter, what="Tracing"
+    )
     answer = ran.answer
     dispatch = optree.Dispatch(
         tables={op: parse_table(text) for op, text in (answer.get("tables") or {}).items()},
