@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 # ruff: noqa: F821, SIM105, B007 (torch, REQUEST, run_user_program, ... come from _launch_child.py, run first)
 # The body of `onboard graph`'s child (appended to _launch_child.py): runs the
 # program, then walks grad_fn / next_functions from the tensors it leaves in

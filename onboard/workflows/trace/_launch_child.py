@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 # Runs INSIDE the user's interpreter via `python -c`, with _profile_child.py or
 # _graph_child.py appended: imports torch, then runs the user's program the way
 # `python SCRIPT ARGS`, `python -m MODULE ARGS` or `python -c CODE` would, and
@@ -30,7 +31,11 @@ _REAL_IMPORT = builtins.__import__
 
 
 def _watching_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level == 0 and (name == "torch" or name.startswith("torch.")):
+    importer = str((globals or {}).get("__name__") or "")
+    # only the program's own imports count, not torch importing itself (the profiler does)
+    if level == 0 and (name == "torch" or name.startswith("torch.")) and not (
+        importer == "torch" or importer.startswith(("torch.", "onboard"))
+    ):
         _TORCH_SEEN[0] = True
     return _REAL_IMPORT(name, globals, locals, fromlist, level)
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 # ruff: noqa: F821 (torch, REQUEST, run_user_program, ... come from _launch_child.py, run first)
 # The body of `onboard trace`'s child (appended to _launch_child.py): runs the
 # program under torch's profiler (record_shapes, with_stack, profile_memory,
