@@ -33,8 +33,10 @@ _REAL_IMPORT = builtins.__import__
 def _watching_import(name, globals=None, locals=None, fromlist=(), level=0):
     importer = str((globals or {}).get("__name__") or "")
     # only the program's own imports count, not torch importing itself (the profiler does)
-    if level == 0 and (name == "torch" or name.startswith("torch.")) and not (
-        importer == "torch" or importer.startswith(("torch.", "onboard"))
+    if (
+        level == 0
+        and (name == "torch" or name.startswith("torch."))
+        and not (importer == "torch" or importer.startswith(("torch.", "onboard")))
     ):
         _TORCH_SEEN[0] = True
     return _REAL_IMPORT(name, globals, locals, fromlist, level)
