@@ -1,8 +1,14 @@
-# mypy: ignore-errors
-# ruff: noqa: F821, SIM105, B007 (torch, REQUEST, run_user_program, ... come from _launch_child.py, run first)
-# The body of `onboard graph`'s child (appended to _launch_child.py): runs the
-# program, then walks grad_fn / next_functions from the tensors it leaves in
-# its module globals (or the ones named in the request) and writes the graph.
+# The body of `onboard graph`'s child, run after _launch_child.py (the module
+# `onboard_launch`) in the user's interpreter: runs the program, then walks
+# grad_fn / next_functions from the tensors it leaves in its module globals
+# (or the ones named in the request) and writes the graph.
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from onboard_launch import REQUEST, run_user_program, torch_facts, write_answer
+
 status, namespace = run_user_program(lambda: None, lambda: None)
 MAX_NODES = int(REQUEST.get("max_nodes", 300))
 
@@ -16,8 +22,8 @@ def _tensor(t):
 
 
 # Names for tensors: module globals, and the parameters of nn.Modules there.
-names = {}
-tensors = {}
+names: dict[int, str] = {}
+tensors: dict[str, torch.Tensor] = {}
 for key, value in list(namespace.items()):
     if key.startswith("__"):
         continue
@@ -27,12 +33,10 @@ for key, value in list(namespace.items()):
     elif isinstance(value, torch.nn.Module):
         for pname, param in value.named_parameters():
             names.setdefault(id(param), f"{key}.{pname}")
-data_ptrs = {}
+data_ptrs: dict[int, list[str]] = {}
 for key, t in tensors.items():
-    try:
+    with contextlib.suppress(Exception):  # sparse and other storage-less tensors
         data_ptrs.setdefault(t.untyped_storage().data_ptr(), []).append(key)
-    except Exception:  # sparse and other storage-less tensors
-        pass
 
 wanted = REQUEST.get("vars") or []
 missing = [v for v in wanted if v not in tensors]
@@ -41,9 +45,9 @@ if wanted:
 else:
     roots = [(k, t) for k, t in tensors.items() if t.grad_fn is not None]
 
-nodes = []
-index = {}
-queue = []
+nodes: list[dict | None] = []
+index: dict[int, int] = {}
+queue: list = []
 
 
 def _node_id(fn):
@@ -72,7 +76,7 @@ def _saved(fn):
     return out
 
 
-for name, t in roots:
+for _name, t in roots:
     if t.grad_fn is not None:
         _node_id(t.grad_fn)
 truncated = 0

@@ -1,10 +1,14 @@
-# mypy: ignore-errors
-# Runs INSIDE the user's interpreter via `python -c`, with _profile_child.py or
-# _graph_child.py appended: imports torch, then runs the user's program the way
-# `python SCRIPT ARGS`, `python -m MODULE ARGS` or `python -c CODE` would, and
-# writes one JSON answer to the file named in the request.
-#   argv[1]: this code (run by a one-line `exec` under the name <onboard>); argv[2]: JSON {"kind": "script"|"module"|"code", "target", "args", "result",  # noqa: E501
-#                  "preimport": bool, ...the body's own keys}
+# Runs INSIDE the user's interpreter via `python -c`, as the module
+# `onboard_launch` (the boot line in launch.py registers it), before the body
+# (_profile_child.py or _graph_child.py) that imports what it needs from it:
+# imports torch, then runs the user's program the way `python SCRIPT ARGS`,
+# `python -m MODULE ARGS` or `python -c CODE` would, and writes one JSON
+# answer to the file named in the request. The user's interpreter need not
+# have onboard installed, so the code travels as text.
+#   argv[1]: this code; argv[2]: the body; argv[3]: JSON {"kind": "script" |
+#   "module" | "code", "target", "args", "result", "preimport", ...the body's keys}
+from __future__ import annotations
+
 import builtins
 import json
 import os
@@ -13,7 +17,7 @@ import time
 import traceback
 import types
 
-REQUEST = json.loads(sys.argv[2])
+REQUEST = json.loads(sys.argv[3])
 
 # `python -c` puts "" (the current folder) first on sys.path. torch must come
 # from the installed package: a PyTorch checkout's torch/ (no compiled
@@ -23,7 +27,7 @@ REQUEST = json.loads(sys.argv[2])
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 _started = time.perf_counter()
-import torch  # noqa: E402
+import torch  # noqa: E402 (only after sys.path is fixed)
 
 IMPORT_SECONDS = time.perf_counter() - _started
 _TORCH_SEEN = [False]
@@ -53,7 +57,7 @@ def _frames(tb):
 def _main_module(path):
     module = types.ModuleType("__main__")
     module.__file__ = path
-    module.__builtins__ = builtins
+    module.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = module
     return module.__dict__
 
@@ -85,7 +89,7 @@ def run_user_program(enter, leave):
 
         sys.argv = [target, *args]
         sys.path.insert(0, os.getcwd())
-    status = {"exit_code": 0, "exception": None, "seconds": 0.0}
+    status: dict = {"exit_code": 0, "exception": None, "seconds": 0.0}
     builtins.__import__ = _watching_import
     started = time.perf_counter()
     try:

@@ -1,13 +1,21 @@
-# mypy: ignore-errors
-# ruff: noqa: F821 (torch, REQUEST, run_user_program, ... come from _launch_child.py, run first)
-# The body of `onboard trace`'s child (appended to _launch_child.py): runs the
-# program under torch's profiler (record_shapes, with_stack, profile_memory,
-# overload names) and a TorchFunctionMode that marks each outermost torch call
-# with the file:line that made it, then writes the event tree, the computed
-# dispatch table of every op seen and the dispatch key sets it needs.
-from torch._C._profiler import _EventType, _ExperimentalConfig  # noqa: E402
-from torch.autograd.profiler import profile  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
+# The body of `onboard trace`'s child, run after _launch_child.py (the module
+# `onboard_launch`) in the user's interpreter: runs the program under torch's
+# profiler (record_shapes, with_stack, profile_memory, overload names) and a
+# TorchFunctionMode that marks each outermost torch call with the file:line
+# that made it, then writes the event tree, the computed dispatch table of
+# every op seen and the dispatch key sets it needs.
+from __future__ import annotations
+
+import os
+import sys
+import time
+from types import FrameType
+
+import torch
+from onboard_launch import REQUEST, run_user_program, torch_facts, write_answer
+from torch._C._profiler import _EventType, _ExperimentalConfig
+from torch.autograd.profiler import profile
+from torch.overrides import TorchFunctionMode
 
 _LINE = "@onboard-call\x1f"
 _MAX_EVENTS = int(REQUEST.get("max_events", 200000))
@@ -31,14 +39,14 @@ class CallSites(TorchFunctionMode):
     line that made it and, when torch's own Python code made it, that line too."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        frame = sys._getframe(1)
-        inner = None
+        frame: FrameType | None = sys._getframe(1)
+        inner: FrameType | None = None
         while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
             if inner is None and not frame.f_code.co_filename.endswith("overrides.py"):
                 inner = frame
             frame = frame.f_back
         user = frame if frame is not None else inner
-        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", "?")
+        name = str(getattr(func, "__qualname__", None) or getattr(func, "__name__", "?"))
         module = getattr(func, "__module__", None) or ""
         mark = _LINE + "\x1f".join(
             [
@@ -192,8 +200,10 @@ def _convert(event):
     return {"t": "group", "children": kids}
 
 
-tree = []
-for root in prof.kineto_results.experimental_event_tree():
+# None only when the profiler never started (it starts before the program does)
+results = prof.kineto_results
+tree: list[dict] = []
+for root in results.experimental_event_tree() if results is not None else []:
     node = _convert(root)
     if node is not None:
         tree.extend(node["children"] if node["t"] == "group" else [node])
@@ -207,7 +217,7 @@ def _ops(nodes, found):
     return found
 
 
-tables = {}
+tables: dict[str, str | None] = {}
 for op in sorted(_ops(tree, set())):
     try:
         tables[op] = torch._C._dispatch_dump_table(op)
@@ -218,7 +228,7 @@ for op in sorted(_ops(tree, set())):
 
 def _keys(keyset):
     """A DispatchKeySet as its keys, highest priority first (runtime keys: AutogradCPU)."""
-    keys = []
+    keys: list[str] = []
     while True:
         key = keyset.highestPriorityTypeId()
         name = torch._C._dispatch_key_name(key)

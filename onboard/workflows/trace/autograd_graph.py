@@ -68,37 +68,22 @@ class GraphNode:
         }
 
 
-@dataclass
-class GraphResult:
-    program: launch.Program
-    torch_version: str
-    commit: str | None
+@dataclass(kw_only=True)
+class GraphResult(launch.ProgramResult):
     roots: list[str]
     tensors: dict[str, dict[str, Any]]
     nodes: list[GraphNode]
-    exit_code: int
-    error: str | None
     explanations: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     dot: str = ""
     svg: str | None = None
     dot_only: bool = False
 
-    @property
-    def exit_code_for_cli(self) -> int:
-        return 0 if self.exit_code == 0 else 1
-
     def to_json(self) -> dict[str, Any]:
         return {
-            "ok": self.exit_code == 0,
-            "program": self.program.to_json(),
-            "torch_version": self.torch_version,
-            "commit": self.commit,
+            **self.head_json(),
             "roots": self.roots,
             "tensors": self.tensors,
             "nodes": [n.to_json() for n in self.nodes],
-            "program_exit": self.exit_code,
-            "program_error": self.error,
             "explanations": self.explanations,
             "notes": self.notes,
             "dot": self.dot,
@@ -131,8 +116,13 @@ def graph(
 ) -> GraphResult:
     reporter = reporter or Reporter()
     dot_exe = proc.which("dot") if svg else None
+    # Said before the program runs, so it is not run for nothing.
+    if svg and not Path(svg).resolve().parent.is_dir():
+        raise BadInput(
+            f"--svg {svg}: the folder {Path(svg).resolve().parent} does not exist.",
+            next_step="Create it, or name a file in an existing folder.",
+        )
     if svg and dot_exe is None:
-        # Said before the program runs, so it is not run for nothing.
         raise OnboardError(
             f"--svg {svg} needs Graphviz's `dot` program, which is not on PATH.", next_step=DOT_HELP
         )
@@ -145,30 +135,24 @@ def graph(
     )
     answer = ran.answer
     tensors: dict[str, dict[str, Any]] = answer.get("tensors") or {}
-    if answer.get("missing"):
-        names = ", ".join(sorted(tensors)) or "none"
-        raise BadInput(
-            f"--var {', '.join(answer['missing'])}: no such tensor in the program's module "
-            f"globals after it ran. Its tensors: {names}; all its globals: "
-            f"{', '.join(answer.get('globals') or []) or 'none'}.",
-            next_step="Name one of its tensors with --var, or leave --var out to draw every "
-            "tensor that has a grad_fn.",
+    if ran.exit_code or not ran.status.get("imported_torch"):
+        # a program that failed early or never used torch: that, not --var, is the news
+        launch.check_started(
+            ran, program, did_something=bool(tensors), what="no tensor in its module globals"
         )
-    raw_nodes = answer.get("nodes") or []
+    if answer.get("missing"):
+        raise _no_such_variable(answer["missing"], tensors, answer.get("globals") or [])
     launch.check_started(
         ran, program, did_something=bool(tensors), what="no tensor in its module globals"
     )
+    raw_nodes = answer.get("nodes") or []
     sources = Sources.open(workspace, program.python, answer["torch"], reporter)
     entries = backward_nodes.index(sources.ctx.yaml().derivatives)
     result = GraphResult(
-        program=program,
-        torch_version=str(answer["torch"]["version"]),
-        commit=sources.commit,
+        **launch.ProgramResult.ran(ran, program, sources.commit),
         roots=list(answer.get("roots") or []),
         tensors=tensors,
         nodes=[_node(i, raw, entries, sources) for i, raw in enumerate(raw_nodes)],
-        exit_code=ran.exit_code,
-        error=ran.error_text() if ran.exit_code else None,
     )
     result.explanations = explain(tensors, result.roots, bool(answer.get("grad_enabled", True)))
     if answer.get("truncated"):
@@ -184,17 +168,30 @@ def graph(
     if limitation:
         result.notes.append(limitation)
     result.dot = to_dot(result)
-    result.dot_only = dot and not svg
+    result.dot_only = dot
     if svg and dot_exe:
-        rendered = proc.run(
+        proc.run(
             [dot_exe, "-Tsvg", "-o", svg],
             input=result.dot,
             timeout=120,
             what="Rendering the graph with dot",
         )
-        del rendered
         result.svg = str(Path(svg).resolve())
+        reporter.step(f"Rendered the graph to {result.svg}")
     return result
+
+
+def _no_such_variable(
+    missing: list[str], tensors: dict[str, Any], all_globals: list[str]
+) -> BadInput:
+    others = [g for g in all_globals if g not in tensors]
+    return BadInput(
+        f"--var {', '.join(missing)}: no such tensor in the program's module globals after it "
+        f"ran. Its tensors: {', '.join(sorted(tensors)) or 'none'}; its other globals: "
+        f"{', '.join(others) or 'none'}.",
+        next_step="Name one of its tensors with --var, or leave --var out to draw every "
+        "tensor that has a grad_fn.",
+    )
 
 
 def _node(
@@ -301,7 +298,7 @@ def _quote(text: str) -> str:
 
 
 def to_dot(result: GraphResult) -> str:
-    """A Graphviz digraph: tensors, nodes and edges labelled with input_nr, gradients flowing down."""  # noqa: E501
+    """A Graphviz digraph of the roots and their Nodes, each edge labelled with its input_nr."""
     lines = ["digraph autograd {", '  rankdir="TB";', '  node [fontname="monospace" fontsize=10];']
     for name in result.roots:
         t = result.tensors.get(name, {})

@@ -19,7 +19,7 @@ import os
 import shlex
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,15 @@ from onboard.workspace import find as find_workspace
 
 DEFAULT_TIMEOUT = 300.0
 _HERE = Path(__file__).parent
-# The child code runs under the file name <onboard>, so its frames can be told apart.
-_BOOT = "import sys;exec(compile(sys.argv[1],'<onboard>','exec'))"
+# The child's code travels as text (the user's interpreter need not have onboard):
+# _launch_child.py becomes the module `onboard_launch`, then the body runs and
+# imports from it. Both run under the file name <onboard>, so their frames can be
+# told apart from the program's.
+_BOOT = (
+    "import sys,types;m=types.ModuleType('onboard_launch');sys.modules[m.__name__]=m;"
+    "exec(compile(sys.argv[1],'<onboard>','exec'),m.__dict__);"
+    "exec(compile(sys.argv[2],'<onboard>','exec'),{'__name__':'onboard_child'})"
+)
 # Interpreter options that take a value, and those without one that are harmless here.
 _WITH_VALUE = ("-W", "-X")
 _FLAGS = ("-u", "-B", "-s", "-E", "-O", "-OO", "-q")
@@ -185,6 +192,46 @@ class Ran:
         return text.splitlines()[-lines:] if text else []
 
 
+@dataclass(kw_only=True)
+class ProgramResult:
+    """What `trace` and `graph` both report: the program, the torch it ran, how it ended."""
+
+    program: Program
+    torch_version: str
+    commit: str | None
+    exit_code: int
+    error: str | None
+    output_tail: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def ran(ran: Ran, program: Program, commit: str | None) -> dict[str, Any]:
+        """The fields above, for a result's constructor."""
+        failed = ran.exit_code != 0
+        return {
+            "program": program,
+            "torch_version": str(ran.answer["torch"]["version"]),
+            "commit": commit,
+            "exit_code": ran.exit_code,
+            "error": ran.error_text() if failed else None,
+            "output_tail": ran.output_tail() if failed else [],
+        }
+
+    @property
+    def exit_code_for_cli(self) -> int:
+        return 0 if self.exit_code == 0 else 1
+
+    def head_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.exit_code == 0,
+            "program": self.program.to_json(),
+            "torch_version": self.torch_version,
+            "commit": self.commit,
+            "program_exit": self.exit_code,
+            "program_error": self.error,
+        }
+
+
 def run(
     program: Program,
     body: str,
@@ -195,8 +242,8 @@ def run(
     what: str,
 ) -> Ran:
     """Run the program under the child ``body`` (a file next to this one)."""
-    code = (_HERE / "_launch_child.py").read_text(encoding="utf-8") + "\n"
-    code += (_HERE / body).read_text(encoding="utf-8")
+    prelude = (_HERE / "_launch_child.py").read_text(encoding="utf-8")
+    code = (_HERE / body).read_text(encoding="utf-8")
     reporter.step(f"{what} `{program.shown}` with {program.python}")
     with tempfile.TemporaryDirectory(prefix="onboard-trace-") as tmp:
         result_file = Path(tmp) / "answer.json"
@@ -210,7 +257,7 @@ def run(
         }
         try:
             done = proc.run(
-                [program.python, *program.options, "-c", _BOOT, code, json.dumps(full)],
+                [program.python, *program.options, "-c", _BOOT, prelude, code, json.dumps(full)],
                 timeout=timeout,
                 check=False,
                 what=f"`{program.shown}`",

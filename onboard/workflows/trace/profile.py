@@ -98,14 +98,9 @@ class MemoryUse:
         }
 
 
-@dataclass
-class TraceResult:
-    program: launch.Program
-    torch_version: str
-    commit: str | None
+@dataclass(kw_only=True)
+class TraceResult(launch.ProgramResult):
     tree_label: str
-    exit_code: int
-    error: str | None
     run_seconds: float
     tree: list[optree.Node]
     ops: dict[str, OpSummary]
@@ -115,22 +110,11 @@ class TraceResult:
     memory: list[MemoryUse]
     cuda: dict[str, Any] | None
     hints: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    output_tail: list[str] = field(default_factory=list)
-
-    @property
-    def exit_code_for_cli(self) -> int:
-        return 0 if self.exit_code == 0 else 1
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "ok": self.exit_code == 0,
-            "program": self.program.to_json(),
-            "torch_version": self.torch_version,
-            "commit": self.commit,
+            **self.head_json(),
             "tree_source": self.tree_label,
-            "program_exit": self.exit_code,
-            "program_error": self.error,
             "run_seconds": round(self.run_seconds, 4),
             "tree": [n.to_json() for n in self.tree],
             "ops": {name: s.to_json() for name, s in self.ops.items()},
@@ -194,12 +178,8 @@ def trace(
     total_ns = sum(n.ns for n in top)
     slowest = [s.op for s in sorted(summaries.values(), key=lambda s: -s.self_ns)[:SLOWEST]]
     result = TraceResult(
-        program=program,
-        torch_version=str(answer["torch"]["version"]),
-        commit=sources.commit,
+        **launch.ProgramResult.ran(ran, program, sources.commit),
         tree_label=sources.where_label(),
-        exit_code=ran.exit_code,
-        error=ran.error_text() if ran.exit_code else None,
         run_seconds=float(ran.status.get("seconds") or 0.0),
         tree=[],
         ops=summaries,
@@ -208,7 +188,6 @@ def trace(
         slowest=slowest,
         memory=_memory(all_ops, sources),
         cuda=answer.get("cuda"),
-        output_tail=ran.output_tail() if ran.exit_code else [],
     )
     result.hints = _hints(top, all_ops, total_ns)
     result.notes = _notes(answer, sources, program)

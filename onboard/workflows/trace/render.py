@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onboard.workflows.checkout import human_bytes as size
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import optree
 
@@ -11,19 +12,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from onboard.workflows.trace.autograd_graph import GraphResult
+    from onboard.workflows.trace.launch import ProgramResult
     from onboard.workflows.trace.profile import TraceResult
 
 
 def ms(ns: int) -> str:
     return f"{ns / 1e6:.3f} ms"
-
-
-def size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
 
 
 def where_text(loc: SourceLoc | None) -> str:
@@ -57,9 +51,8 @@ def _tree_lines(nodes: list[optree.Node], indent: int, out: list[str]) -> None:
                 where += f" (via {_short(node.torch_path)}:{node.torch_line})"
             out.append(f"{pad}[cyan]{escape(where)}[/]  {escape(node.label)}{times}")
         elif node.kind == "frame":
-            out.append(
-                f"{pad}[dim]{escape(_short(node.path or '?'))}:{node.line} in {escape(node.label)}(){times}[/]"  # noqa: E501
-            )
+            where = f"{_short(node.path or '?')}:{node.line} in {node.label}()"
+            out.append(f"{pad}[dim]{escape(where)}{times}[/]")
         else:
             parts = [f"[bold]{escape(node.label)}[/]{times}"]
             if node.inputs:
@@ -81,10 +74,7 @@ def _short(path: str) -> str:
 def render_trace(result: TraceResult, console: Console, verbose: bool) -> None:
     from rich.markup import escape
 
-    console.print(
-        f"[bold]onboard trace[/] {escape(result.program.shown)}  (torch {escape(result.torch_version)}, "  # noqa: E501
-        f"commit {escape((result.commit or 'unknown')[:12])}, sources: {escape(result.tree_label)})"
-    )
+    _header(console, "trace", result, f", sources: {result.tree_label}")
     lines: list[str] = []
     _tree_lines(result.tree, 1, lines)
     for line in lines[: optree_limit(verbose)]:
@@ -141,6 +131,20 @@ def render_trace(result: TraceResult, console: Console, verbose: bool) -> None:
             )
     for hint in result.hints:
         console.print(f"\n[green]Hint:[/] {escape(hint)}")
+    _ending(console, result)
+
+
+def _header(console: Console, command: str, result: ProgramResult, extra: str) -> None:
+    from rich.markup import escape
+
+    about = f"torch {result.torch_version}, commit {(result.commit or 'unknown')[:12]}{extra}"
+    console.print(f"[bold]onboard {command}[/] {escape(result.program.shown)}  ({escape(about)})")
+
+
+def _ending(console: Console, result: ProgramResult) -> None:
+    """The program's own failure (with the end of its output), then the notes."""
+    from rich.markup import escape
+
     if result.exit_code:
         console.print(
             f"\n[red]The program exited with {result.exit_code}:[/] {escape(result.error or '')}"
@@ -160,10 +164,7 @@ def optree_limit(verbose: bool) -> int:
 def render_graph(result: GraphResult, console: Console, verbose: bool) -> None:
     from rich.markup import escape
 
-    console.print(
-        f"[bold]onboard graph[/] {escape(result.program.shown)}  (torch {escape(result.torch_version)}, "  # noqa: E501
-        f"commit {escape((result.commit or 'unknown')[:12])})"
-    )
+    _header(console, "graph", result, "")
     if result.roots:
         console.print("\n[bold cyan]Tensors and their graph[/]")
     for name in result.roots:
@@ -195,12 +196,7 @@ def render_graph(result: GraphResult, console: Console, verbose: bool) -> None:
             console.print(f"  - {escape(text)}")
     if result.svg:
         console.print(f"\n[green]Rendered:[/] {escape(result.svg)}")
-    if result.exit_code:
-        console.print(
-            f"\n[red]The program exited with {result.exit_code}:[/] {escape(result.error or '')}"
-        )
-    for note in result.notes:
-        console.print(f"\n[yellow]Note:[/] {escape(note)}")
+    _ending(console, result)
 
 
 def _graph_lines(
@@ -236,13 +232,11 @@ def _graph_lines(
         if "tensor" in saved:
             t = saved["tensor"]
             shape = "x".join(str(s) for s in t["shape"]) or "scalar"
-            console.print(
-                f"{pad}    [dim]saved for backward: {escape(saved['name'])} ({shape} {t['dtype']})[/]"  # noqa: E501
-            )
+            text = f"saved for backward: {saved['name']} ({shape} {t['dtype']})"
+            console.print(f"{pad}    [dim]{escape(text)}[/]")
         elif verbose:
-            console.print(
-                f"{pad}    [dim]saved: {escape(saved['name'])} = {escape(str(saved.get('value')))}[/]"  # noqa: E501
-            )
+            text = f"saved: {saved['name']} = {saved.get('value')}"
+            console.print(f"{pad}    [dim]{escape(text)}[/]")
     for position, (target, nr) in enumerate(node.next):
         if target is None:
             console.print(f"{pad}  [dim]next_functions[{position}] -> None (no gradient needed)[/]")
