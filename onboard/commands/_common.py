@@ -1,4 +1,4 @@
-"""Options every command shares: --json and -v."""
+"""What commands share: --json and -v, --workspace, --python, and the words after `--`."""
 
 from __future__ import annotations
 
@@ -63,3 +63,24 @@ def check_api_url(ctx: click.Context, param: click.Parameter, value: str | None)
             "Enterprise, https://HOST/api/v3.",
         )
     return value
+
+
+_AFTER_DASH = "onboard.after_dash"
+
+
+class DashCommand(click.Command):
+    """Keeps everything after the first `--` (a program to run, pip's arguments) untouched
+    by option parsing: a typo'd option before it is an error, never passed on."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta[_AFTER_DASH] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+def after_dash() -> list[str] | None:
+    """The words after `--` of the running DashCommand; None when there was no `--`."""
+    found = click.get_current_context().meta.get(_AFTER_DASH)
+    return list(found) if found is not None else None

@@ -1,4 +1,4 @@
-"""What `trace` and `graph` share: the program after `--` and how to run it."""
+"""What `trace` and `graph` share: how to run the program (given after `--` or with -c)."""
 
 from __future__ import annotations
 
@@ -8,26 +8,13 @@ from typing import Any
 
 import click
 
-PROGRAM = "onboard.program"
-
-
-class ProgramCommand(click.Command):
-    """Keeps everything after `--` as the program to run, untouched by option parsing."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta[PROGRAM] = args[cut + 1 :]
-            args = args[:cut]
-        return super().parse_args(ctx, args)
-
-
-def program() -> list[str] | None:
-    found = click.get_current_context().meta.get(PROGRAM)
-    return list(found) if found is not None else None
+from onboard.commands._common import after_dash, python_option, reporter, workspace_option
 
 
 def program_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """-c, --timeout, --workspace-build, --workspace and --python (the command itself
+    is the DashCommand's words after `--`)."""
+
     @click.option(
         "-c",
         "code",
@@ -38,6 +25,7 @@ def program_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option(
         "--timeout",
         type=float,
+        metavar="SECONDS",
         default=300.0,
         show_default=True,
         help="Seconds the program may run; then it is stopped with everything it started.",
@@ -45,10 +33,25 @@ def program_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option(
         "--workspace-build",
         is_flag=True,
-        help="Run it with the workspace's own build (`onboard build`) instead of the installed torch.",  # noqa: E501
+        help="Run it with the workspace's own build (`onboard build`), not the installed torch.",
+    )
+    @workspace_option
+    @python_option(
+        help="The interpreter to run the program with (default: the one named after `--`; "
+        "with -c, the one running onboard)."
     )
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return func(*args, **kwargs)
 
     return wrapper
+
+
+def run_program(workflow: Callable[..., Any], as_json: bool, verbose: bool, **options: Any) -> int:
+    """Run the program after `--` (or -c) under ``workflow``, print its result, and exit
+    1 when the program itself failed."""
+    from onboard.console import emit
+
+    result = workflow(after_dash(), reporter=reporter(as_json, verbose), **options)
+    emit(result, as_json=as_json, verbose=verbose)
+    return int(result.exit_code_for_cli)

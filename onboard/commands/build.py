@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, reporter, workspace_option
-
-_PIP_ARGS = "onboard.build.pip_args"
-
-
-class _BuildCommand(click.Command):
-    """Only what follows `--` goes to pip: a typo'd option before it is an error,
-    not a pip argument discovered an hour into the build."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta[_PIP_ARGS] = args[cut + 1 :]
-            args = args[:cut]
-        return super().parse_args(ctx, args)
+from onboard.commands._common import (
+    DashCommand,
+    after_dash,
+    common_options,
+    reporter,
+    workspace_option,
+)
 
 
-@click.command(cls=_BuildCommand, options_metavar="[OPTIONS] [-- PIP_ARGS...]")
+@click.command(cls=DashCommand, options_metavar="[OPTIONS] [-- PIP_ARGS...]")
 @click.option("--debug", is_flag=True, help="DEBUG=1: -O0 -g everywhere (slow build, slow torch).")
 @click.option(
     "--debinfo",
@@ -84,7 +76,7 @@ def build(
         cache=cache,
         jobs=jobs,
         with_tests=with_tests,
-        extra_args=list(click.get_current_context().meta.get(_PIP_ARGS, [])),
+        extra_args=after_dash() or [],
         reporter=rep,
     )
     if dry_run:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, python_option, reporter, workspace_option
-from onboard.commands._program import ProgramCommand, program, program_options
+from onboard.commands._common import DashCommand, common_options
+from onboard.commands._program import program_options, run_program
 
 
-@click.command("graph", cls=ProgramCommand)
+@click.command("graph", cls=DashCommand, options_metavar="[OPTIONS] [-- PROGRAM [ARGS]...]")
 @program_options
 @click.option(
     "--var",
@@ -26,8 +26,6 @@ from onboard.commands._program import ProgramCommand, program, program_options
     default=None,
     help="Also render the graph to FILE with Graphviz's `dot`.",
 )
-@workspace_option
-@python_option(help="The interpreter to run the program with (default: the command's own python).")
 @common_options
 def graph(
     code: str | None,
@@ -50,20 +48,18 @@ def graph(
     onboard graph --var loss -- python train_step.py
     onboard graph --dot -- python train_step.py > g.dot
     """
-    from onboard.console import emit
     from onboard.workflows.trace.autograd_graph import graph as run_graph
 
-    result = run_graph(
-        program(),
+    return run_program(
+        run_graph,
+        as_json,
+        verbose,
         code=code,
-        variables=variables,
+        timeout=timeout,
+        workspace_build=workspace_build,
         workspace=workspace,
         python=python,
-        workspace_build=workspace_build,
+        variables=variables,
         dot=as_dot,
         svg=svg,
-        timeout=timeout,
-        reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code_for_cli

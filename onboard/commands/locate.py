@@ -7,23 +7,17 @@ from typing import Any
 
 import click
 
-from onboard.commands._common import common_options, python_option, reporter, workspace_option
-
-_RAW_COMMAND = "onboard.locate.command"
-
-
-class _LocateCommand(click.Command):
-    """Keeps everything after `--` as the command to run, untouched by option parsing."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta[_RAW_COMMAND] = args[cut + 1 :]
-            args = args[:cut]
-        return super().parse_args(ctx, args)
+from onboard.commands._common import (
+    DashCommand,
+    after_dash,
+    common_options,
+    python_option,
+    reporter,
+    workspace_option,
+)
 
 
-@click.command("locate", cls=_LocateCommand)
+@click.command("locate", cls=DashCommand)
 @click.argument("message", required=False)
 @click.option(
     "--timeout",
@@ -58,8 +52,7 @@ def locate(
     from onboard.errors import BadInput
     from onboard.workflows.locate import locate as run_locate
 
-    ctx = click.get_current_context()
-    command = ctx.meta.get(_RAW_COMMAND)
+    command = after_dash()
     kwargs: dict[str, Any] = {}
     if command is not None:
         if message is not None:

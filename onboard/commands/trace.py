@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, python_option, reporter, workspace_option
-from onboard.commands._program import ProgramCommand, program, program_options
+from onboard.commands._common import DashCommand, common_options
+from onboard.commands._program import program_options, run_program
 
 
-@click.command("trace", cls=ProgramCommand)
+@click.command("trace", cls=DashCommand, options_metavar="[OPTIONS] [-- PROGRAM [ARGS]...]")
 @program_options
 @click.option(
     "--depth",
     type=int,
+    metavar="N",
     default=None,
     help="Show ops nested at most N deep (1: the ops your code called).",
 )
@@ -23,8 +24,6 @@ from onboard.commands._program import ProgramCommand, program, program_options
     default=None,
     help="Show only ops whose name matches REGEX (with their callers).",
 )
-@workspace_option
-@python_option(help="The interpreter to run the program with (default: the command's own python).")
 @common_options
 def trace(
     code: str | None,
@@ -46,19 +45,17 @@ def trace(
     onboard trace -c "torch.zeros(3, 4)"      (torch is imported for the code)
     onboard trace --json -- python -m mypkg.train
     """
-    from onboard.console import emit
     from onboard.workflows.trace.profile import trace as run_trace
 
-    result = run_trace(
-        program(),
+    return run_program(
+        run_trace,
+        as_json,
+        verbose,
         code=code,
+        timeout=timeout,
+        workspace_build=workspace_build,
         workspace=workspace,
         python=python,
-        workspace_build=workspace_build,
         depth=depth,
         filter=filter_,
-        timeout=timeout,
-        reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code_for_cli
