@@ -1,11 +1,10 @@
-# ruff: noqa: E501 (dispatch tables and scripts are quoted verbatim)
 """`onboard graph`: the autograd graph of a real program, tied to derivatives.yaml."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,23 @@ from opsource_helpers import cache_fixture, shared_cache_fixture  # noqa: F401 (
 
 from onboard import proc
 from onboard.cli import cli
+from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.trace import backward_nodes
 from onboard.workflows.trace.autograd_graph import graph
 
 PY = sys.executable
-STEP = "import torch\nx = torch.randn(3, requires_grad=True)\nw = torch.randn(3, requires_grad=True)\nb = torch.randn(3, requires_grad=True)\ny = x * w + b\n"
+STEP = """\
+import torch
+x = torch.randn(3, requires_grad=True)
+w = torch.randn(3, requires_grad=True)
+b = torch.randn(3, requires_grad=True)
+y = x * w + b
+"""
+NEEDS_DOT = pytest.mark.skipif(
+    proc.which("dot") is None,
+    reason="Graphviz's `dot` is not on PATH (Debian/Ubuntu: apt-get install graphviz)",
+)
 
 
 def test_backward_names_follow_torchgen() -> None:
@@ -78,22 +88,24 @@ def test_graph_of_x_times_w_plus_b(tmp_path: Path) -> None:
     dot = result.dot
     assert dot.startswith("digraph autograd {") and dot.rstrip().endswith("}")
     assert dot.count("->") == 1 + sum(1 for n in result.nodes for t, _ in n.next if t is not None)
-    if proc.which("dot"):
-        proc.run(["dot", "-Tsvg"], input=dot)  # a valid digraph for Graphviz itself
 
 
-def test_graph_var_views_detach_and_no_grad(tmp_path: Path) -> None:
+def test_graph_var_views_detach_and_no_grad(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     script = tmp_path / "views.py"
     script.write_text(STEP + "d = y.detach()\nv = y[1:]\nwith torch.no_grad():\n    z = x * 2\n")
     result = graph([PY, str(script)], variables=["v"])
     assert result.roots == ["v"] and result.nodes[0].cls == "SliceBackward0"
     text = " ".join(result.explanations)
     assert "Views (v of y)" in text and "Detached (d)" in text
-    with pytest.raises(BadInput, match="no such tensor") as info:
-        graph([PY, str(script)], variables=["loss"])
-    assert (
-        "x, w, b, y" in info.value.message.replace("b, d", "b").replace(", d,", ",")
-        or "y" in info.value.message
+    # what the user sees: the error names the program's tensors and its other globals
+    code = run_cli(cli, ["graph", "--var", "loss", "--", PY, str(script)])
+    assert code == 2
+    assert capsys.readouterr().err.endswith(
+        "\nError: --var loss: no such tensor in the program's module globals after it ran. Its "
+        "tensors: b, d, v, w, x, y, z; its other globals: torch. Name one of its tensors with "
+        "--var, or leave --var out to draw every tensor that has a grad_fn.\n"
     )
 
 
@@ -114,74 +126,71 @@ def test_graph_bad_programs(tmp_path: Path) -> None:
         graph([PY, str(script)])
 
 
-def test_graph_cli_dot_json_and_svg(tmp_path: Path) -> None:
+STEP_CODE = "x = torch.ones(2, requires_grad=True); y = x * 2 + 1"
+
+
+def test_graph_cli_dot_and_json() -> None:
     runner = CliRunner()
-    out = runner.invoke(
-        cli,
-        [
-            "graph",
-            "--dot",
-            "-c",
-            "x = torch.ones(2, requires_grad=True); y = x * 2",
-            "--python",
-            PY,
-        ],
-    )
+    out = runner.invoke(cli, ["graph", "--dot", "-c", STEP_CODE, "--python", PY])
     assert out.exit_code == 0, out.output
     assert out.stdout.startswith("digraph autograd {")
-    out = runner.invoke(
-        cli,
-        [
-            "graph",
-            "--json",
-            "-c",
-            "x = torch.ones(2, requires_grad=True); y = x * 2",
-            "--python",
-            PY,
-        ],
-    )
+    out = runner.invoke(cli, ["graph", "--json", "-c", STEP_CODE, "--python", PY])
     data = json.loads(out.stdout)
-    assert data["ok"] and data["nodes"][0]["class"] == "MulBackward0"
+    assert data["ok"] and [n["class"] for n in data["nodes"]] == [
+        "AddBackward0",
+        "MulBackward0",
+        "AccumulateGrad",
+    ]
+
+
+def test_graph_svg_without_dot_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` anywhere
+    ran = tmp_path / "ran"
+    code = f"open({str(ran)!r}, 'w'); x = torch.ones(2, requires_grad=True); y = x * 2"
     svg = tmp_path / "g.svg"
-    out = runner.invoke(
-        cli,
-        [
-            "graph",
-            "--svg",
-            str(svg),
-            "-c",
-            "x = torch.ones(2, requires_grad=True); y = x * 2",
-            "--python",
-            PY,
-        ],
-    )
-    if proc.which("dot") is None:
-        assert isinstance(out.exception, OnboardError) and "apt-get install graphviz" in str(
-            out.exception.paragraph()
-        )
-    else:
-        assert out.exit_code == 0 and svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+    with pytest.raises(OnboardError) as info:
+        graph(code=code, python=PY, svg=str(svg))
+    assert "needs Graphviz's `dot` program, which is not on PATH" in info.value.message
+    assert "apt-get install graphviz" in str(info.value.next_step)
+    assert not ran.exists() and not svg.exists()  # said before the program ran
+    with pytest.raises(BadInput, match="does not exist"):
+        graph(code=code, python=PY, svg=str(tmp_path / "no" / "g.svg"))
 
 
-@pytest.mark.skipif(
-    proc.which("dot") is None, reason="Graphviz's `dot` is not installed (apt-get install graphviz)"
-)
-def test_dot_renders_svg(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [
-            PY,
-            "-m",
-            "onboard",
-            "graph",
-            "--svg",
-            str(tmp_path / "g.svg"),
-            "-c",
-            "x = torch.ones(2, requires_grad=True); y = x * 2 + 1",
-            "--python",
-            PY,
-        ],
-        capture_output=True,
-        text=True,
+def _svg_graph(path: Path) -> tuple[dict[str, str], set[str]]:
+    """The nodes (Graphviz name -> its label's text) and edges of an SVG dot wrote."""
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    root = ET.parse(path).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    nodes, edges = {}, set()
+    for group in root.iter("{http://www.w3.org/2000/svg}g"):
+        title = group.findtext("svg:title", namespaces=ns)
+        text = " ".join(t.text or "" for t in group.findall("svg:text", ns))
+        if group.get("class") == "node":
+            nodes[str(title)] = text
+        elif group.get("class") == "edge":
+            edges.add(str(title))
+    return nodes, edges
+
+
+@NEEDS_DOT
+def test_graph_svg_holds_the_graph(tmp_path: Path) -> None:
+    svg = tmp_path / "g.svg"
+    out = CliRunner().invoke(
+        cli, ["graph", "--dot", "--svg", str(svg), "-c", STEP_CODE, "--python", PY]
     )
-    assert out.returncode == 0, out.stderr
-    assert "<svg" in (tmp_path / "g.svg").read_text()
+    assert out.exit_code == 0, out.output
+    assert out.stdout.startswith("digraph autograd {")  # --dot still prints the text
+    nodes, edges = _svg_graph(svg)
+    assert nodes == {
+        "t_y": "y 2 float32",
+        "n0": "AddBackward0 aten::add.Tensor derivatives.yaml:" + nodes["n0"].rsplit(":", 1)[1],
+        "n1": "MulBackward0 aten::mul.Tensor derivatives.yaml:" + nodes["n1"].rsplit(":", 1)[1],
+        "n2": "AccumulateGrad x",
+    }
+    assert edges == {"t_y->n0", "n0->n1", "n1->n2"}
+    # the dot text and the picture are the same graph
+    result = graph(code=STEP_CODE, python=PY)
+    assert nodes["n1"].endswith(f"derivatives.yaml:{result.nodes[1].derivative.line}")
