@@ -110,6 +110,21 @@ def test_fold_repeated_loop_bodies() -> None:
     ]
 
 
+def test_fold_a_long_loop_body_and_the_runs_inside_it() -> None:
+    # a training step at a script's top level: 20 calls, one of them six times in a row
+    def call(line: int) -> optree.Node:
+        return optree.Node("call", "torch.f", path="train.py", line=line, children=[])
+
+    body = [call(n) for n in range(10)] + [call(99)] * 6 + [call(n) for n in range(4)]
+    nodes = [
+        optree.Node("call", n.label, path=n.path, line=n.line) for _ in range(50) for n in body
+    ]
+    folded = optree.fold(nodes)
+    assert [(n.line, n.count) for n in folded] == (
+        [(n, 50) for n in range(10)] + [(99, 300)] + [(n, 50) for n in range(4)]
+    )
+
+
 def test_prune_depth_and_filter() -> None:
     inner = optree.Node("op", "aten::empty.memory_format")
     top = optree.Node("op", "aten::zeros", children=[inner, optree.Node("op", "aten::zero_")])

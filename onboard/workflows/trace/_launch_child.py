@@ -137,6 +137,9 @@ def torch_facts():
 
 def write_answer(answer):
     tmp = REQUEST["result"] + ".tmp"
+    # json.dumps, not json.dump: only the one-shot encoder is the C one (a trace holds
+    # tens of thousands of nodes)
+    text = json.dumps(answer, default=str)
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(answer, fh, default=str)
+        fh.write(text)
     os.replace(tmp, REQUEST["result"])

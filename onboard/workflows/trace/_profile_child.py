@@ -1,15 +1,22 @@
 # The body of `onboard trace`'s child, run after _launch_child.py (the module
 # `onboard_launch`) in the user's interpreter: runs the program under torch's
-# profiler (record_shapes, with_stack, profile_memory, overload names) and a
+# profiler (record_shapes, profile_memory, overload names) and a
 # TorchFunctionMode that marks each outermost torch call with the file:line
 # that made it, then writes the event tree, the computed dispatch table of
 # every op seen and the dispatch key sets it needs.
+# Not with_stack: its Python tracer records every Python call (1.5 million
+# events for 100 steps of a small nn.Module training loop, several times the
+# program's own time) and keeps bare pointers into code objects that the
+# program may free, so names read back later can be garbage. The mode gives
+# the lines that matter: the user's, and torch's own Python line below it.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from types import FrameType
+from typing import Any
 
 import torch
 from onboard_launch import REQUEST, run_user_program, torch_facts, write_answer
@@ -19,19 +26,22 @@ from torch.overrides import TorchFunctionMode
 
 _LINE = "@onboard-call\x1f"
 _MAX_EVENTS = int(REQUEST.get("max_events", 200000))
-# Python frames of the tracing machinery itself, never the user's.
-_OWN = (
-    "<onboard>",
-    "torch/autograd/profiler.py",
-    "torch/profiler/",
-    "torch/overrides.py",
-    "torch/utils/_python_dispatch.py",
-    "runpy.py",
-    "<frozen runpy>",
-)
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# torch's call machinery between the caller and the function: not the line to show
+_MACHINERY = (os.sep + "overrides.py", os.sep + "_ops.py")
+
+
+def _api(func):
+    """(module, name) of the function the program called, as it would write it."""
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return "", f"torch.ops.{func}"  # torch.ops.profiler._record_function_enter_new
+    owner: Any = getattr(func, "__self__", None)
+    if type(owner).__name__ == "getset_descriptor":  # `t.grad = None` sets Tensor.grad
+        return "", f"{owner.__objclass__.__name__}.{owner.__name__}.{func.__name__}"
+    name = str(getattr(func, "__qualname__", None) or getattr(func, "__name__", "?"))
+    return getattr(func, "__module__", None) or "", name
 
 
 class CallSites(TorchFunctionMode):
@@ -42,12 +52,11 @@ class CallSites(TorchFunctionMode):
         frame: FrameType | None = sys._getframe(1)
         inner: FrameType | None = None
         while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
-            if inner is None and not frame.f_code.co_filename.endswith("overrides.py"):
+            if inner is None and not frame.f_code.co_filename.endswith(_MACHINERY):
                 inner = frame
             frame = frame.f_back
         user = frame if frame is not None else inner
-        name = str(getattr(func, "__qualname__", None) or getattr(func, "__name__", "?"))
-        module = getattr(func, "__module__", None) or ""
+        module, name = _api(func)
         mark = _LINE + "\x1f".join(
             [
                 user.f_code.co_filename if user else "?",
@@ -64,7 +73,6 @@ class CallSites(TorchFunctionMode):
 
 prof = profile(
     record_shapes=True,
-    with_stack=True,
     profile_memory=True,
     experimental_config=_ExperimentalConfig(capture_overload_names=True),
 )
@@ -86,32 +94,30 @@ post_started = time.perf_counter()
 counted = [0, 0]  # events kept, events dropped
 
 
+_TensorMetadata = torch._C._profiler._TensorMetadata
+_names: dict = {}  # dtype / device / layout objects -> their short names
+
+
+def _name(obj):
+    text = _names.get(obj)
+    if text is None:
+        text = _names[obj] = str(obj).replace("torch.", "")
+    return text
+
+
 def _value(v):
-    if isinstance(v, torch._C._profiler._TensorMetadata):
+    if isinstance(v, _TensorMetadata):
         return {
             "shape": list(v.sizes),
-            "dtype": str(v.dtype).replace("torch.", ""),
-            "device": str(v.device),
-            "layout": str(v.layout).replace("torch.", ""),
+            "dtype": _name(v.dtype),
+            "device": _name(v.device),
+            "layout": _name(v.layout),
         }
     if isinstance(v, list):
         return [_value(x) for x in v[:8]]
     if v is None or isinstance(v, (bool, int, float)):
         return v
     return str(v)[:40]
-
-
-def _is_own(event, kids):
-    """The tracer's frames (and the exec/eval that starts the program), not the user's."""
-    if event.name.startswith(_OWN):
-        return True
-    caller = event.extra_fields.caller.file_name
-    if event.tag == _EventType.PyCCall:
-        # the mode calling the real function, or the user's call the mode already marked
-        return caller == "<onboard>" or (bool(kids) and all(k["t"] == "call" for k in kids))
-    if event.parent is not None and event.parent.name.startswith(_LINE):
-        return True  # the mode calling the real Python function
-    return caller == "<string>" and event.parent is None  # the `python -c` boot line
 
 
 def _children(event):
@@ -143,61 +149,37 @@ def _convert(event):
             "allocated": ex.total_allocated,
             "reserved": ex.total_reserved,
         }
-    name = event.name
     kids = _children(event)
-    if tag in (_EventType.PyCall, _EventType.PyCCall) and _is_own(event, kids):
+    if tag != _EventType.TorchOp:
+        # a user annotation, a backend's event: keep what it holds
         return {"t": "group", "children": kids} if kids else None
-    if tag == _EventType.TorchOp:
-        if name.startswith(_LINE):
-            if not kids:
-                return None
-            path, line, torch_path, torch_line, module, api = name[len(_LINE) :].split("\x1f")
-            counted[0] += 1
-            return {
-                "t": "call",
-                "path": path,
-                "line": int(line),
-                "torch_path": torch_path,
-                "torch_line": int(torch_line),
-                "api": api,
-                "module": module,
-                "children": kids,
-            }
+    name = event.name
+    if name.startswith(_LINE):
+        if not kids:
+            return None
+        path, line, torch_path, torch_line, module, api = name[len(_LINE) :].split("\x1f")
         counted[0] += 1
-        ex = event.extra_fields
         return {
-            "t": "op",
-            "name": name,
-            "overload": event.overload_name,
-            "ns": event.duration_time_ns,
-            "seq": ex.sequence_number,
-            "inputs": [_value(v) for v in ex.inputs],
+            "t": "call",
+            "path": path,
+            "line": int(line),
+            "torch_path": torch_path,
+            "torch_line": int(torch_line),
+            "api": api,
+            "module": module,
             "children": kids,
         }
-    if not kids or not any(k["t"] != "alloc" for k in kids):
-        return None
     counted[0] += 1
-    if tag == _EventType.PyCall:
-        ex = event.extra_fields
-        return {
-            "t": "py",
-            "func": ex.callsite.function_name,
-            "path": ex.callsite.file_name,
-            "line": ex.callsite.line_number,
-            "caller_path": ex.caller.file_name,
-            "caller_line": ex.caller.line_number,
-            "children": kids,
-        }
-    if tag == _EventType.PyCCall:
-        ex = event.extra_fields
-        return {
-            "t": "builtin",
-            "name": name,
-            "caller_path": ex.caller.file_name,
-            "caller_line": ex.caller.line_number,
-            "children": kids,
-        }
-    return {"t": "group", "children": kids}
+    ex = event.extra_fields
+    return {
+        "t": "op",
+        "name": name,
+        "overload": event.overload_name,
+        "ns": event.duration_time_ns,
+        "seq": ex.sequence_number,
+        "inputs": [_value(v) for v in ex.inputs],
+        "children": kids,
+    }
 
 
 # None only when the profiler never started (it starts before the program does)
@@ -209,9 +191,14 @@ for root in results.experimental_event_tree() if results is not None else []:
         tree.extend(node["children"] if node["t"] == "group" else [node])
 
 
+# An operator's name (aten::zeros); not the autograd engine's events
+# ("autograd::engine::evaluate_function: MulBackward0") or record_function labels.
+_OP_NAME = re.compile(r"^\w+::\w+$")
+
+
 def _ops(nodes, found):
     for node in nodes:
-        if node["t"] == "op":
+        if node["t"] == "op" and _OP_NAME.match(node["name"]):
             found.add(node["name"] + ("." + node["overload"] if node["overload"] else ""))
         _ops(node.get("children", ()), found)
     return found

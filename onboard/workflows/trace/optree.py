@@ -1,10 +1,9 @@
 """The op tree of one run: the child's profiler events as nested calls.
 
-Three kinds of node: ``call`` (the line of the user's program, or of torch's
-Python code, that made an outermost torch call), ``frame`` (a Python function
-on the way: the user's ``step()``, ``torch/nn/functional.py`` ``relu``) and
-``op`` (one dispatcher entry: ``aten::empty.memory_format``, with the kernels
-it ran and the memory it was handed). Repeated subtrees fold into one node
+Two kinds of node: ``call`` (an outermost torch call from Python: the line of
+the user's program that made it and torch's own Python line below it, if
+any) and ``op`` (one dispatcher entry: ``aten::empty.memory_format``, with
+the kernels it ran and the memory it was handed). Repeated subtrees fold into one node
 with a count; ``--depth`` and ``--filter`` cut what is shown.
 """
 
@@ -31,7 +30,7 @@ class Allocation:
 
 @dataclass
 class Node:
-    kind: str  # call / frame / op
+    kind: str  # call / op
     label: str  # aten::zeros, torch.zeros, step
     path: str | None = None
     line: int | None = None
@@ -44,6 +43,7 @@ class Node:
     allocations: list[Allocation] = field(default_factory=list)
     children: list[Node] = field(default_factory=list)
     count: int = 1  # how many identical subtrees this node stands for
+    shape: int = -1  # set by fold: equal for subtrees that fold together (not times or counts)
 
     @property
     def is_op(self) -> bool:
@@ -60,16 +60,6 @@ class Node:
     @property
     def allocated_bytes(self) -> int:
         return sum(a.bytes for a in self.allocations if a.bytes > 0)
-
-    def signature(self) -> tuple[Any, ...]:
-        return (
-            self.kind,
-            self.label,
-            self.path,
-            self.line,
-            tuple(self.inputs),
-            tuple(c.signature() for c in self.children),
-        )
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind, "label": self.label, "count": self.count}
@@ -110,17 +100,24 @@ class Dispatch:
     tables: dict[str, dict[str, TableEntry]]
     keysets: dict[str, list[str]]
     excluded: frozenset[str]
+    # a loop calls the same few ops with the same key sets thousands of times
+    _walks: dict[tuple[str, str, frozenset[str], str], Walk] = field(default_factory=dict)
 
     @property
     def backends(self) -> frozenset[str]:
         return frozenset(keys[-1] for combo, keys in self.keysets.items() if combo and keys)
 
     def kernels(self, op: str, combo: str, excluded: frozenset[str], made_on: str) -> Walk:
-        table = self.tables.get(op)
-        keys = self.keysets.get(combo)
-        if not table or keys is None:
-            return Walk((), excluded)
-        return walk(table, keys, excluded, backends=self.backends, made_on=made_on)
+        key = (op, combo, excluded, made_on)
+        if key not in self._walks:
+            table = self.tables.get(op)
+            keys = self.keysets.get(combo)
+            self._walks[key] = (
+                walk(table, keys, excluded, backends=self.backends, made_on=made_on)
+                if table and keys is not None
+                else Walk((), excluded)
+            )
+        return self._walks[key]
 
 
 def _backend_key(device: str, keysets: dict[str, list[str]]) -> str:
@@ -129,11 +126,7 @@ def _backend_key(device: str, keysets: dict[str, list[str]]) -> str:
 
 
 def build(raw: list[dict[str, Any]], dispatch: Dispatch) -> list[Node]:
-    out: list[Node] = []
-    for node in _build(raw, dispatch, dispatch.excluded):
-        # the program's own module frame holds everything: show what is in it
-        out.extend(node.children if node.kind == "frame" and node.label == "<module>" else [node])
-    return out
+    return list(_build(raw, dispatch, dispatch.excluded))
 
 
 def _build(
@@ -176,15 +169,7 @@ def _build(
                 torch_line=item.get("torch_line") or None,
                 children=list(_build(item.get("children", ()), dispatch, excluded)),
             )
-        elif kind == "py":
-            yield Node(
-                "frame",
-                item.get("func", "?"),
-                path=item.get("path"),
-                line=item.get("line"),
-                children=list(_build(item.get("children", ()), dispatch, excluded)),
-            )
-        else:  # a builtin between frames (torch.relu called from functional.py)
+        else:  # anything else holds ops at most: show those
             yield from _build(item.get("children", ()), dispatch, excluded)
 
 
@@ -216,26 +201,48 @@ def _api_name(module: str, api: str) -> str:
 
 # -- folding -----------------------------------------------------------------
 
-_MAX_PERIOD = 6
+# A loop body at a script's top level is a run of calls; up to this many fold together.
+_MAX_PERIOD = 64
 
 
 def fold(nodes: list[Node]) -> list[Node]:
-    """Identical neighbouring subtrees (or runs of up to six, as a loop body makes)
-    become one node with a count; times add up."""
+    """Identical neighbouring subtrees, or repeated runs of up to 64 of them (a loop's
+    body), become one node (one run) with a count; times add up."""
+    return _fold(nodes, {})
+
+
+def _fold(nodes: list[Node], shapes: dict[tuple[Any, ...], int]) -> list[Node]:
     for node in nodes:
-        node.children = fold(node.children)
+        node.children = _fold(node.children, shapes)
+    while True:
+        folded = _fold_runs(nodes, shapes)
+        if len(folded) == len(nodes):
+            return folded
+        nodes = folded  # a run inside a folded loop body (x6 per step) folds on the next pass
+
+
+def _fold_runs(nodes: list[Node], shapes: dict[tuple[Any, ...], int]) -> list[Node]:
+    # Each subtree's shape is numbered once (its children's numbers are part of it), so
+    # comparing two subtrees is comparing two ints, not two deep walks.
+    ids = [
+        shapes.setdefault(
+            (n.kind, n.label, n.path, n.line, tuple(n.inputs), tuple(c.shape for c in n.children)),
+            len(shapes),
+        )
+        for n in nodes
+    ]
+    for node, shape in zip(nodes, ids, strict=True):
+        node.shape = shape
     out: list[Node] = []
     i = 0
-    while i < len(nodes):
+    while i < len(ids):
         best = (1, 1)  # (period, repeats)
-        for period in range(1, _MAX_PERIOD + 1):
-            sig = [n.signature() for n in nodes[i : i + period]]
-            if len(sig) < period:
-                break
+        for period in range(1, min(_MAX_PERIOD, (len(ids) - i) // 2) + 1):
+            if ids[i + period] != ids[i]:
+                continue  # a run of this length cannot repeat from here
+            run = ids[i : i + period]
             reps = 1
-            while [
-                n.signature() for n in nodes[i + reps * period : i + (reps + 1) * period]
-            ] == sig:
+            while ids[i + reps * period : i + (reps + 1) * period] == run:
                 reps += 1
             if reps > 1 and reps * period > best[0] * best[1]:
                 best = (period, reps)
@@ -245,8 +252,7 @@ def fold(nodes: list[Node]) -> list[Node]:
             i += 1
             continue
         for offset in range(period):
-            group = [nodes[i + r * period + offset] for r in range(reps)]
-            out.append(_merge(group))
+            out.append(_merge([nodes[i + r * period + offset] for r in range(reps)]))
         i += period * reps
     return out
 

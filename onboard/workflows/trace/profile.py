@@ -1,13 +1,13 @@
 """`onboard trace`: the ops the user's program ran, nested, each with its kernels' source.
 
 The child runs the program under torch's profiler (``_profile_child.py``:
-``torch.autograd.profiler.profile`` with shapes, stacks, memory and overload
-names; a TorchFunctionMode marks each outermost torch call with its line).
-Which field comes from where: the nesting, times, shapes and dtypes, the
-Python frames of torch's own code and the allocations come from the
-profiler's event tree; the user's file:line from the mode; the kernels that
-ran from replaying the dispatcher over the live dispatch table (``dispatch``);
-their locations from `where`'s location code (``locations``).
+``torch.autograd.profiler.profile`` with shapes, memory and overload names;
+a TorchFunctionMode marks each outermost torch call with its lines).
+Which field comes from where: the nesting, times, shapes and dtypes and the
+allocations come from the profiler's event tree; the user's file:line and
+torch's own Python line below it from the mode; the kernels that ran from
+replaying the dispatcher over the live dispatch table (``dispatch``); their
+locations from `where`'s location code (``locations``).
 """
 
 from __future__ import annotations

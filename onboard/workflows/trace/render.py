@@ -50,9 +50,6 @@ def _tree_lines(nodes: list[optree.Node], indent: int, out: list[str]) -> None:
             if node.torch_path:
                 where += f" (via {_short(node.torch_path)}:{node.torch_line})"
             out.append(f"{pad}[cyan]{escape(where)}[/]  {escape(node.label)}{times}")
-        elif node.kind == "frame":
-            where = f"{_short(node.path or '?')}:{node.line} in {node.label}()"
-            out.append(f"{pad}[dim]{escape(where)}{times}[/]")
         else:
             parts = [f"[bold]{escape(node.label)}[/]{times}"]
             if node.inputs:
