@@ -17,7 +17,7 @@ from typing import Any
 from onboard.workflows.trace.dispatch import Kernel, TableEntry, Walk, walk
 
 # The autograd engine's own events (backward), named after Node classes, not ops.
-_ENGINE = re.compile(r"^(?:autograd::engine::evaluate_function: |torch::autograd::)")
+_ENGINE = ("autograd::engine::evaluate_function: ", "torch::autograd::")
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Node:
 
     @property
     def is_engine(self) -> bool:
-        return self.kind == "op" and bool(_ENGINE.match(self.label))
+        return self.kind == "op" and self.label.startswith(_ENGINE)
 
     @property
     def self_ns(self) -> int:
@@ -143,9 +143,11 @@ def _build(
                 for a in item.get("children", ())
                 if a["t"] == "alloc"
             ]
-            made_on = _backend_key(
-                _first_device(item) or "cpu",
-                dispatch.keysets,
+            # where BackendSelect sends a factory call: the device of the memory it got
+            made_on = (
+                _backend_key(_first_device(item) or "cpu", dispatch.keysets)
+                if "BackendSelect" in dispatch.tables.get(op, ())
+                else "CPU"
             )
             ran = dispatch.kernels(op, item.get("keys", ""), excluded, made_on)
             inputs = [d for d in (describe_input(v) for v in item.get("inputs", ())) if d]
