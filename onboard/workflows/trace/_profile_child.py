@@ -105,19 +105,33 @@ def _name(obj):
     return text
 
 
-def _value(v):
-    if isinstance(v, _TensorMetadata):
-        return {
-            "shape": list(v.sizes),
-            "dtype": _name(v.dtype),
-            "device": _name(v.device),
-            "layout": _name(v.layout),
-        }
-    if isinstance(v, list):
-        return [_value(x) for x in v[:8]]
-    if v is None or isinstance(v, (bool, int, float)):
-        return v
-    return str(v)[:40]
+# the device/layout combinations the ops' tensors had ("" for none): their key sets
+# are computed once at the end
+_placements = {""}
+
+
+def _tensor(v, places):
+    device = _name(v.device)
+    places.add(f"{device}/{_name(v.layout)}")
+    shape = "x".join(str(n) for n in v.sizes) or "scalar"
+    return f"{shape} {_name(v.dtype)}" + ("" if device == "cpu" else f" {device}")
+
+
+def _inputs(values):
+    """Each tensor input as `3x4 float32` (a list of them in brackets), and the
+    device/layout combination the call dispatched on (`cpu/strided`)."""
+    texts: list[str] = []
+    places: set[str] = set()
+    for v in values:
+        if isinstance(v, _TensorMetadata):
+            texts.append(_tensor(v, places))
+        elif isinstance(v, list):
+            parts = [_tensor(x, places) for x in v[:8] if isinstance(x, _TensorMetadata)]
+            if parts:
+                texts.append("[" + ", ".join(parts) + "]")
+    combo = "+".join(sorted(places))
+    _placements.add(combo)
+    return texts, combo
 
 
 def _children(event):
@@ -141,11 +155,15 @@ def _convert(event):
         return None
     if tag == _EventType.Allocation:
         ex = event.extra_fields
+        if ex.alloc_size <= 0:
+            return None  # a free: the peaks are at allocations
         counted[0] += 1
+        device = str(ex.device)
+        _placements.add(f"{device}/strided")
         return {
             "t": "alloc",
             "bytes": ex.alloc_size,
-            "device": str(ex.device),
+            "device": device,
             "allocated": ex.total_allocated,
             "reserved": ex.total_reserved,
         }
@@ -171,13 +189,15 @@ def _convert(event):
         }
     counted[0] += 1
     ex = event.extra_fields
+    inputs, combo = _inputs(ex.inputs)
     return {
         "t": "op",
         "name": name,
         "overload": event.overload_name,
         "ns": event.duration_time_ns,
         "seq": ex.sequence_number,
-        "inputs": [_value(v) for v in ex.inputs],
+        "inputs": inputs,
+        "keys": combo,
         "children": kids,
     }
 
@@ -225,31 +245,11 @@ def _keys(keyset):
         keyset = keyset.remove(key)
 
 
-def _input_devices(node):
-    found = set()
-    for value in node.get("inputs", ()):
-        for v in value if isinstance(value, list) else [value]:
-            if isinstance(v, dict) and "device" in v:
-                found.add(f"{v['device']}/{v['layout']}")
-    return "+".join(sorted(found))
-
-
-def _combos(nodes, found):
-    for node in nodes:
-        if node["t"] == "op":
-            node["keys"] = _input_devices(node)
-            found.add(node["keys"])
-        elif node["t"] == "alloc":
-            found.add(f"{node['device']}/strided")
-        _combos(node.get("children", ()), found)
-    return found
-
-
 # The key set each call dispatched on: its tensors' keys plus the thread's
 # included keys (BackendSelect, ADInplaceOrView), before the excluded ones.
 include = torch._C._dispatch_tls_local_include_set()
 keysets = {}
-for combo in sorted(_combos(tree, {""})):
+for combo in sorted(_placements):
     keyset = include
     try:
         for part in filter(None, combo.split("+")):

@@ -81,18 +81,6 @@ class Node:
         return data
 
 
-def describe_input(value: Any) -> str | None:
-    """``3x4 float32`` for a tensor, the value for a scalar, None for an absent argument."""
-    if isinstance(value, dict) and "shape" in value:
-        shape = "x".join(str(s) for s in value["shape"]) or "scalar"
-        device = "" if value.get("device") == "cpu" else f" {value.get('device')}"
-        return f"{shape} {value.get('dtype')}{device}"
-    if isinstance(value, list):
-        parts = [p for p in (describe_input(v) for v in value) if p]
-        return "[" + ", ".join(parts) + "]" if parts else None
-    return None  # scalars and absent arguments: the JSON keeps the raw inputs
-
-
 @dataclass
 class Dispatch:
     """What the replayed dispatcher walk needs from the child's answer."""
@@ -150,13 +138,12 @@ def _build(
                 else "CPU"
             )
             ran = dispatch.kernels(op, item.get("keys", ""), excluded, made_on)
-            inputs = [d for d in (describe_input(v) for v in item.get("inputs", ())) if d]
             yield Node(
                 "op",
                 op,
                 ns=int(item.get("ns") or 0),
                 seq=int(item.get("seq", -1)),
-                inputs=inputs,
+                inputs=list(item.get("inputs", ())),  # `3x4 float32`, as the child wrote them
                 kernels=ran.kernels,
                 allocations=allocs,
                 children=list(_build(item.get("children", ()), dispatch, ran.excluded_below)),
