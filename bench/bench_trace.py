@@ -11,9 +11,10 @@ Two scripts, measured in the same run:
   784 inputs, cross_entropy, backward, SGD; 100 steps). The verdict is taken
   on this one.
 - tiny ops: 200 steps of a 64 x 256 matmul, add, relu, sum and backward,
-  ops of a few microseconds each. Printed to show the profiler's per-op cost
-  (a few microseconds per op, plus onboard's work per recorded op), which
-  such a script cannot amortize; no verdict.
+  ops of a few microseconds each, whose own time is within the noise of
+  torch's import. Printed for the cost of tracing per op call (the
+  profiler's, plus onboard's work per recorded op), which such a script
+  cannot amortize; no verdict.
 
 How it is measured: each figure is the median of N runs, interleaved
 (import, bare, traced, import, ...) so a change in the machine's load hits
@@ -29,6 +30,7 @@ Run: python bench/bench_trace.py [--runs N]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -96,7 +98,11 @@ def measure(name: str, source: str, work: Path, env: dict[str, str], runs: int) 
         "bare": [py, str(script)],
         "traced": [py, "-m", "onboard", "trace", "--json", "--", py, str(script)],
     }
-    _timed(commands["traced"], env)  # builds the yaml index and the installed view once
+    # the first run builds the yaml index and the installed view; it also counts the ops
+    first = subprocess.run(commands["traced"], env=env, capture_output=True, text=True)
+    if first.returncode != 0:
+        raise SystemExit(f"onboard trace failed ({first.returncode}):\n{first.stderr[-2000:]}")
+    op_calls = int(json.loads(first.stdout)["summary"]["op_calls"])
     times: dict[str, list[tuple[float, float]]] = {what: [] for what in commands}
     for _ in range(runs):
         for what, argv in commands.items():
@@ -105,10 +111,12 @@ def measure(name: str, source: str, work: Path, env: dict[str, str], runs: int) 
     wall = {what: statistics.median(t[1] for t in runs_) for what, runs_ in times.items()}
     ratio, own = _ratio(cpu)
     wall_ratio, _ = _ratio(wall)
+    per_op = (cpu["traced"] - cpu["bare"]) / max(op_calls, 1) * 1e6
     print(
         f"{name}: import torch {cpu['import']:.2f} s, bare {cpu['bare']:.2f} s (own work "
         f"{own:.2f} s), traced {cpu['traced']:.2f} s CPU -> {ratio:.2f}x the script's own "
-        f"time plus one torch import (wall clock: {wall_ratio:.2f}x)"
+        f"time plus one torch import (wall clock: {wall_ratio:.2f}x); {op_calls} op calls, "
+        f"{per_op:.0f} us of tracing per op call, fixed costs included"
     )
     return ratio
 

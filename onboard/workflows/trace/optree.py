@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from onboard.workflows.trace.dispatch import Kernel, TableEntry, Walk, walk
@@ -20,7 +20,7 @@ from onboard.workflows.trace.dispatch import Kernel, TableEntry, Walk, walk
 _ENGINE = ("autograd::engine::evaluate_function: ", "torch::autograd::")
 
 
-@dataclass
+@dataclass(slots=True)
 class Allocation:
     bytes: int
     device: str
@@ -28,7 +28,7 @@ class Allocation:
     reserved: int  # what it held from the system (the CUDA caching allocator's cache)
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     kind: str  # call / op
     label: str  # aten::zeros, torch.zeros, step
@@ -71,7 +71,7 @@ class Node:
                 recorded_grad_fn=self.seq >= 0,
                 kernels=[k.to_json() for k in self.kernels],
                 allocated_bytes=self.allocated_bytes,
-                allocations=[vars(a) for a in self.allocations],
+                allocations=[asdict(a) for a in self.allocations],
             )
         else:
             data.update(path=self.path, line=self.line)
@@ -114,23 +114,24 @@ def _backend_key(device: str, keysets: dict[str, list[str]]) -> str:
 
 
 def build(raw: list[dict[str, Any]], dispatch: Dispatch) -> list[Node]:
-    return list(_build(raw, dispatch, dispatch.excluded))
+    return _build(raw, dispatch, dispatch.excluded, [])
 
 
 def _build(
-    raw: Iterable[dict[str, Any]], dispatch: Dispatch, excluded: frozenset[str]
-) -> Iterator[Node]:
+    raw: Iterable[dict[str, Any]],
+    dispatch: Dispatch,
+    excluded: frozenset[str],
+    out: list[Node],
+) -> list[Node]:
+    """The child's nodes as Nodes, appended to ``out`` (a loop, not generators: a
+    trace holds tens of thousands of them)."""
     for item in raw:
         kind = item["t"]
         if kind == "alloc":
             continue  # folded into its op below
+        children = item.get("children", ())
         if kind == "op":
             op = item["name"] + (f".{item['overload']}" if item.get("overload") else "")
-            allocs = [
-                Allocation(a["bytes"], a["device"], a["allocated"], a["reserved"])
-                for a in item.get("children", ())
-                if a["t"] == "alloc"
-            ]
             # where BackendSelect sends a factory call: the device of the memory it got
             made_on = (
                 _backend_key(_first_device(item) or "cpu", dispatch.keysets)
@@ -138,28 +139,35 @@ def _build(
                 else "CPU"
             )
             ran = dispatch.kernels(op, item.get("keys", ""), excluded, made_on)
-            yield Node(
+            node = Node(
                 "op",
                 op,
                 ns=int(item.get("ns") or 0),
                 seq=int(item.get("seq", -1)),
                 inputs=list(item.get("inputs", ())),  # `3x4 float32`, as the child wrote them
                 kernels=ran.kernels,
-                allocations=allocs,
-                children=list(_build(item.get("children", ()), dispatch, ran.excluded_below)),
+                allocations=[
+                    Allocation(a["bytes"], a["device"], a["allocated"], a["reserved"])
+                    for a in children
+                    if a["t"] == "alloc"
+                ],
             )
+            _build(children, dispatch, ran.excluded_below, node.children)
+            out.append(node)
         elif kind == "call":
-            yield Node(
+            node = Node(
                 "call",
                 _api_name(item.get("module", ""), item.get("api", "")),
                 path=item.get("path"),
                 line=item.get("line"),
                 torch_path=item.get("torch_path") or None,
                 torch_line=item.get("torch_line") or None,
-                children=list(_build(item.get("children", ()), dispatch, excluded)),
             )
+            _build(children, dispatch, excluded, node.children)
+            out.append(node)
         else:  # anything else holds ops at most: show those
-            yield from _build(item.get("children", ()), dispatch, excluded)
+            _build(children, dispatch, excluded, out)
+    return out
 
 
 def _first_device(item: dict[str, Any]) -> str | None:
