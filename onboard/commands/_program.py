@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import click
@@ -11,9 +12,21 @@ import click
 from onboard.commands._common import after_dash, python_option, reporter, workspace_option
 
 
+@dataclass(frozen=True)
+class ProgramOptions:
+    """How to run the program: what program_options parsed (the program itself is
+    the DashCommand's words after `--`)."""
+
+    code: str | None
+    timeout: float
+    workspace_build: bool
+    workspace: str | None
+    python: str | None
+
+
 def program_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """-c, --timeout, --workspace-build, --workspace and --python (the command itself
-    is the DashCommand's words after `--`)."""
+    """-c, --timeout, --workspace-build, --workspace and --python, handed to the
+    command as one ``program: ProgramOptions``."""
 
     @click.option(
         "-c",
@@ -41,17 +54,34 @@ def program_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "with -c, the one running onboard)."
     )
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+    def wrapper(
+        *args: Any,
+        code: str | None,
+        timeout: float,
+        workspace_build: bool,
+        workspace: str | None,
+        python: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        program = ProgramOptions(code, timeout, workspace_build, workspace, python)
+        return func(*args, program=program, **kwargs)
 
     return wrapper
 
 
-def run_program(workflow: Callable[..., Any], as_json: bool, verbose: bool, **options: Any) -> int:
-    """Run the program after `--` (or -c) under ``workflow``, print its result, and exit
-    1 when the program itself failed."""
+def run_program(
+    workflow: Callable[..., Any],
+    program: ProgramOptions,
+    as_json: bool,
+    verbose: bool,
+    **options: Any,
+) -> int:
+    """Run the program after `--` (or -c) under ``workflow`` with the command's own
+    ``options``, print its result, and exit 1 when the program itself failed."""
     from onboard.console import emit
 
-    result = workflow(after_dash(), reporter=reporter(as_json, verbose), **options)
+    result = workflow(
+        after_dash(), reporter=reporter(as_json, verbose), **asdict(program), **options
+    )
     emit(result, as_json=as_json, verbose=verbose)
     return int(result.exit_code_for_cli)

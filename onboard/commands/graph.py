@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from onboard.commands._common import DashCommand, common_options
-from onboard.commands._program import program_options, run_program
+from onboard.commands._program import ProgramOptions, program_options, run_program
 
 
 @click.command("graph", cls=DashCommand, options_metavar="[OPTIONS] [-- PROGRAM [ARGS]...]")
@@ -28,14 +28,10 @@ from onboard.commands._program import program_options, run_program
 )
 @common_options
 def graph(
-    code: str | None,
-    timeout: float,
-    workspace_build: bool,
+    program: ProgramOptions,
     variables: tuple[str, ...],
     as_dot: bool,
     svg: str | None,
-    workspace: str | None,
-    python: str | None,
     as_json: bool,
     verbose: bool,
 ) -> int:
@@ -52,13 +48,9 @@ def graph(
 
     return run_program(
         run_graph,
+        program,
         as_json,
         verbose,
-        code=code,
-        timeout=timeout,
-        workspace_build=workspace_build,
-        workspace=workspace,
-        python=python,
         variables=variables,
         dot=as_dot,
         svg=svg,

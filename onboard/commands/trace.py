@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from onboard.commands._common import DashCommand, common_options
-from onboard.commands._program import program_options, run_program
+from onboard.commands._program import ProgramOptions, program_options, run_program
 
 
 @click.command("trace", cls=DashCommand, options_metavar="[OPTIONS] [-- PROGRAM [ARGS]...]")
@@ -26,13 +26,9 @@ from onboard.commands._program import program_options, run_program
 )
 @common_options
 def trace(
-    code: str | None,
-    timeout: float,
-    workspace_build: bool,
+    program: ProgramOptions,
     depth: int | None,
     filter_: str | None,
-    workspace: str | None,
-    python: str | None,
     as_json: bool,
     verbose: bool,
 ) -> int:
@@ -49,13 +45,9 @@ def trace(
 
     return run_program(
         run_trace,
+        program,
         as_json,
         verbose,
-        code=code,
-        timeout=timeout,
-        workspace_build=workspace_build,
-        workspace=workspace,
-        python=python,
         depth=depth,
         filter=filter_,
     )
