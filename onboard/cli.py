@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "harvest": "onboard.commands.harvest:harvest",
     "locate": "onboard.commands.locate:locate",
     "where": "onboard.commands.where:where",
+    "trace": "onboard.commands.trace:trace",
+    "graph": "onboard.commands.graph:graph",
     "new-op": "onboard.commands.new_op:new_op",
     "pr": "onboard.commands.pr:pr",
     "setup": "onboard.commands.setup:setup",

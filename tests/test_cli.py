@@ -236,6 +236,10 @@ NOT_PATHS = {
     ("setup", "commit"): "a commit",
     ("where", "op"): "an op name",
     ("doctor", "import_module"): "a Python module name",
+    ("trace", "code"): "Python code to trace",
+    ("trace", "filter_"): "a regular expression",
+    ("graph", "code"): "Python code to run",
+    ("graph", "variables"): "a global variable's name",
     ("ab", "side_a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
     ("ab", "side_b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
 }

@@ -1,5 +1,5 @@
-"""Options every command shares (--json, -v, --workspace, --python) and the
-parameter type of every path a command takes."""
+"""What commands share: --json and -v, --workspace, --python, the words after `--`,
+and the parameter type of every path a command takes."""
 
 from __future__ import annotations
 

@@ -1,0 +1,147 @@
+# The body of `onboard graph`'s child, run after _launch_child.py (the module
+# `onboard_launch`) in the user's interpreter: runs the program, then walks
+# grad_fn / next_functions from the tensors it leaves in its module globals
+# (or the ones named in the request) and writes the graph.
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from onboard_launch import REQUEST, run_user_program, torch_facts, write_answer
+
+status, namespace = run_user_program(lambda: None, lambda: None)
+MAX_NODES = int(REQUEST.get("max_nodes", 300))
+
+
+def _tensor(t):
+    return {
+        "shape": list(t.shape),
+        "dtype": str(t.dtype).replace("torch.", ""),
+        "device": str(t.device),
+    }
+
+
+# Names for tensors: module globals, and the parameters of nn.Modules there.
+names: dict[int, str] = {}
+tensors: dict[str, torch.Tensor] = {}
+for key, value in list(namespace.items()):
+    if key.startswith("__"):
+        continue
+    if isinstance(value, torch.Tensor):
+        tensors[key] = value
+        names.setdefault(id(value), key)
+    elif isinstance(value, torch.nn.Module):
+        for pname, param in value.named_parameters():
+            names.setdefault(id(param), f"{key}.{pname}")
+data_ptrs: dict[int, list[str]] = {}
+for key, t in tensors.items():
+    with contextlib.suppress(Exception):  # sparse and other storage-less tensors
+        data_ptrs.setdefault(t.untyped_storage().data_ptr(), []).append(key)
+
+wanted = REQUEST.get("vars") or []
+missing = [v for v in wanted if v not in tensors]
+if wanted:
+    roots = [(v, tensors[v]) for v in wanted if v in tensors]
+else:
+    roots = [(k, t) for k, t in tensors.items() if t.grad_fn is not None]
+
+nodes: list[dict | None] = []
+index: dict[int, int] = {}
+queue: list = []
+
+
+def _node_id(fn):
+    if id(fn) in index:
+        return index[id(fn)]
+    index[id(fn)] = len(nodes)
+    nodes.append(None)
+    queue.append(fn)
+    return index[id(fn)]
+
+
+def _saved(fn):
+    out = []
+    for attr in sorted(dir(fn)):
+        if not attr.startswith("_saved_"):
+            continue
+        try:
+            value = getattr(fn, attr)
+        except Exception as exc:  # freed after backward, or not readable
+            out.append({"name": attr[7:], "value": f"unavailable: {str(exc).splitlines()[0][:80]}"})
+            continue
+        if isinstance(value, torch.Tensor):
+            out.append({"name": attr[7:], "tensor": _tensor(value)})
+        else:
+            out.append({"name": attr[7:], "value": str(value)[:60]})
+    return out
+
+
+for _name, t in roots:
+    if t.grad_fn is not None:
+        _node_id(t.grad_fn)
+truncated = 0
+while queue:
+    fn = queue.pop(0)
+    i = index[id(fn)]
+    if i >= MAX_NODES:
+        truncated += 1
+        nodes[i] = {"cls": type(fn).__name__, "truncated": True, "next": []}
+        continue
+    entry = {"cls": type(fn).__name__, "name": fn.name(), "next": [], "saved": _saved(fn)}
+    try:
+        entry["seq"] = fn._sequence_nr()
+    except Exception:
+        entry["seq"] = None
+    if hasattr(fn, "variable"):
+        var = fn.variable
+        entry["variable"] = {
+            "name": names.get(id(var)),
+            **_tensor(var),
+            "hooks": len(getattr(var, "_backward_hooks", None) or {}),
+        }
+    try:
+        entry["metadata"] = sorted(str(k) for k in fn.metadata)
+    except Exception:
+        entry["metadata"] = []
+    for nxt, input_nr in fn.next_functions:
+        entry["next"].append([None if nxt is None else _node_id(nxt), input_nr])
+    nodes[i] = entry
+
+described = {}
+for key, t in tensors.items():
+    base = t._base if t._is_view() else None
+    described[key] = {
+        **_tensor(t),
+        "requires_grad": t.requires_grad,
+        "is_leaf": t.is_leaf,
+        "grad_fn": None
+        if t.grad_fn is None
+        else index.get(id(t.grad_fn), type(t.grad_fn).__name__),
+        "grad_fn_cls": None if t.grad_fn is None else type(t.grad_fn).__name__,
+        "is_view": t._is_view(),
+        "base": None if base is None else names.get(id(base), "an unnamed tensor"),
+        "retains_grad": bool(getattr(t, "retains_grad", False)),
+        "hooks": len(t._backward_hooks or {}),
+        "inference": t.is_inference(),
+        "shares_storage_with": [
+            k
+            for k in data_ptrs.get(
+                t.untyped_storage().data_ptr() if t.layout == torch.strided else -1, []
+            )
+            if k != key
+        ],
+    }
+
+write_answer(
+    {
+        "torch": torch_facts(),
+        "status": status,
+        "roots": [name for name, _t in roots],
+        "missing": missing,
+        "tensors": described,
+        "globals": sorted(k for k in namespace if not k.startswith("__"))[:60],
+        "nodes": nodes,
+        "truncated": truncated,
+        "grad_enabled": torch.is_grad_enabled(),
+    }
+)

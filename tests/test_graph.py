@@ -1,0 +1,196 @@
+"""`onboard graph`: the autograd graph of a real program, tied to derivatives.yaml."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from opsource_helpers import cache_fixture, shared_cache_fixture  # noqa: F401 (pytest fixtures)
+
+from onboard import proc
+from onboard.cli import cli
+from onboard.crash import run_cli
+from onboard.errors import BadInput, OnboardError
+from onboard.workflows.trace import backward_nodes
+from onboard.workflows.trace.autograd_graph import graph
+
+PY = sys.executable
+STEP = """\
+import torch
+x = torch.randn(3, requires_grad=True)
+w = torch.randn(3, requires_grad=True)
+b = torch.randn(3, requires_grad=True)
+y = x * w + b
+"""
+NEEDS_DOT = pytest.mark.skipif(
+    proc.which("dot") is None,
+    reason="Graphviz's `dot` is not on PATH (Debian/Ubuntu: apt-get install graphviz)",
+)
+
+
+def test_backward_names_follow_torchgen() -> None:
+    entries = backward_nodes.index(
+        [
+            {
+                "name": "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+                "op": "mul.Tensor",
+                "line": 10,
+                "formulas": {"self": "grad * other", "other": "grad * self", "result": "x"},
+            },
+            {
+                "name": "mul.Scalar(Tensor self, Scalar other) -> Tensor",
+                "op": "mul.Scalar",
+                "line": 20,
+                "formulas": {"self": "grad * other"},
+            },
+            {
+                "name": "argmax(Tensor self) -> Tensor",
+                "op": "argmax",
+                "line": 30,
+                "formulas": {"self": "non_differentiable"},
+            },
+            {
+                "name": "_foreach_add_.List(Tensor(a!)[] self, Tensor[] other) -> ()",
+                "op": "_foreach_add_.List",
+                "line": 40,
+                "formulas": {"self": "grad"},
+            },
+        ]
+    )
+    assert {k: (v.op, v.line) for k, v in entries.items()} == {
+        "MulBackward0": ("mul.Tensor", 10),
+        "MulBackward1": ("mul.Scalar", 20),
+        "ForeachAddBackward0": ("_foreach_add_.List", 40),
+    }
+    assert backward_nodes.lookup(entries, "MulBackward0_copy") is entries["MulBackward0"]
+
+
+def test_graph_of_x_times_w_plus_b(tmp_path: Path) -> None:
+    script = tmp_path / "step.py"
+    script.write_text(STEP)
+    result = graph([PY, str(script)])
+    assert result.roots == ["y"]
+    by_cls = {n.cls: n for n in result.nodes}
+    add, mul = by_cls["AddBackward0"], by_cls["MulBackward0"]
+    assert add.op == "add.Tensor" and mul.op == "mul.Tensor"
+    assert mul.formulas["self"] == "mul_tensor_backward(grad, other, self.scalar_type())"
+    assert mul.derivative is not None and mul.derivative.path == "tools/autograd/derivatives.yaml"
+    assert mul.derivative.text is not None and "mul.Tensor" in mul.derivative.text
+    assert mul.generated is not None and mul.generated.path.endswith("generated/Functions.h")
+    leaves = sorted(n.variable["name"] for n in result.nodes if n.variable)
+    assert leaves == ["b", "w", "x"]
+    assert [result.nodes[t].cls for t, _nr in add.next] == ["MulBackward0", "AccumulateGrad"]
+    assert {s["name"] for s in mul.saved} == {"self", "other"}
+    dot = result.dot
+    assert dot.startswith("digraph autograd {") and dot.rstrip().endswith("}")
+    assert dot.count("->") == 1 + sum(1 for n in result.nodes for t, _ in n.next if t is not None)
+
+
+def test_graph_var_views_detach_and_no_grad(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "views.py"
+    script.write_text(STEP + "d = y.detach()\nv = y[1:]\nwith torch.no_grad():\n    z = x * 2\n")
+    result = graph([PY, str(script)], variables=["v"])
+    assert result.roots == ["v"] and result.nodes[0].cls == "SliceBackward0"
+    text = " ".join(result.explanations)
+    assert "Views (v of y)" in text and "Detached (d)" in text
+    # what the user sees: the error names the program's tensors and its other globals
+    code = run_cli(cli, ["graph", "--var", "loss", "--", PY, str(script)])
+    assert code == 2
+    assert capsys.readouterr().err.endswith(
+        "\nError: --var loss: no such tensor in the program's module globals after it ran. Its "
+        "tensors: b, d, v, w, x, y, z; its other globals: torch. Name one of its tensors with "
+        "--var, or leave --var out to draw every tensor that has a grad_fn.\n"
+    )
+
+
+def test_graph_without_any_graph_explains_why() -> None:
+    result = graph(
+        code="x = torch.ones(2, requires_grad=True)\nwith torch.no_grad():\n    y = x * 2"
+    )
+    assert result.roots == [] and result.nodes == []
+    assert any("no_grad" in e for e in result.explanations)
+    result = graph(code="with torch.inference_mode():\n    t = torch.ones(2) * 2")
+    assert any("Inference tensors (t)" in e for e in result.explanations)
+
+
+def test_graph_bad_programs(tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text("raise SystemExit('no data')\n")
+    with pytest.raises(OnboardError, match="failed before any torch call"):
+        graph([PY, str(script)])
+
+
+STEP_CODE = "x = torch.ones(2, requires_grad=True); y = x * 2 + 1"
+
+
+def test_graph_cli_dot_and_json() -> None:
+    runner = CliRunner()
+    out = runner.invoke(cli, ["graph", "--dot", "-c", STEP_CODE, "--python", PY])
+    assert out.exit_code == 0, out.output
+    assert out.stdout.startswith("digraph autograd {")
+    out = runner.invoke(cli, ["graph", "--json", "-c", STEP_CODE, "--python", PY])
+    data = json.loads(out.stdout)
+    assert data["ok"] and [n["class"] for n in data["nodes"]] == [
+        "AddBackward0",
+        "MulBackward0",
+        "AccumulateGrad",
+    ]
+
+
+def test_graph_svg_without_dot_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` anywhere
+    ran = tmp_path / "ran"
+    code = f"open({str(ran)!r}, 'w'); x = torch.ones(2, requires_grad=True); y = x * 2"
+    svg = tmp_path / "g.svg"
+    with pytest.raises(OnboardError) as info:
+        graph(code=code, python=PY, svg=str(svg))
+    assert "needs Graphviz's `dot` program, which is not on PATH" in info.value.message
+    assert "apt-get install graphviz" in str(info.value.next_step)
+    assert not ran.exists() and not svg.exists()  # said before the program ran
+    with pytest.raises(BadInput, match="does not exist"):
+        graph(code=code, python=PY, svg=str(tmp_path / "no" / "g.svg"))
+
+
+def _svg_graph(path: Path) -> tuple[dict[str, str], set[str]]:
+    """The nodes (Graphviz name -> its label's text) and edges of an SVG dot wrote."""
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    root = ET.parse(path).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    nodes, edges = {}, set()
+    for group in root.iter("{http://www.w3.org/2000/svg}g"):
+        title = group.findtext("svg:title", namespaces=ns)
+        text = " ".join(t.text or "" for t in group.findall("svg:text", ns))
+        if group.get("class") == "node":
+            nodes[str(title)] = text
+        elif group.get("class") == "edge":
+            edges.add(str(title))
+    return nodes, edges
+
+
+@NEEDS_DOT
+def test_graph_svg_holds_the_graph(tmp_path: Path) -> None:
+    svg = tmp_path / "g.svg"
+    out = CliRunner().invoke(
+        cli, ["graph", "--dot", "--svg", str(svg), "-c", STEP_CODE, "--python", PY]
+    )
+    assert out.exit_code == 0, out.output
+    assert out.stdout.startswith("digraph autograd {")  # --dot still prints the text
+    nodes, edges = _svg_graph(svg)
+    assert nodes == {
+        "t_y": "y 2 float32",
+        "n0": "AddBackward0 aten::add.Tensor derivatives.yaml:" + nodes["n0"].rsplit(":", 1)[1],
+        "n1": "MulBackward0 aten::mul.Tensor derivatives.yaml:" + nodes["n1"].rsplit(":", 1)[1],
+        "n2": "AccumulateGrad x",
+    }
+    assert edges == {"t_y->n0", "n0->n1", "n1->n2"}
+    # the dot text and the picture are the same graph
+    result = graph(code=STEP_CODE, python=PY)
+    assert nodes["n1"].endswith(f"derivatives.yaml:{result.nodes[1].derivative.line}")
