@@ -179,11 +179,14 @@ def run(
     input: str | bytes | None = None,
     what: str | None = None,
     next_step: str | None = None,
+    starts_daemon: bool = False,
 ) -> Result:
     """Run a command to completion and capture its output as text.
 
     ``check`` turns a non-zero exit into ``ProcError``; ``what`` names the step
-    in that error ("fetching the commit"). ``input`` may be bytes (a
+    in that error ("fetching the commit"). ``starts_daemon``: the command may
+    start a server meant to outlive onboard (sccache's), so it is not marked as
+    this run's and ``reaping`` leaves it alone. ``input`` may be bytes (a
     ``git fast-import`` stream with binary blobs); output is text either way.
     """
     binary = isinstance(input, bytes)
@@ -192,6 +195,8 @@ def run(
     if extra_env:
         full_env.update(extra_env)
     child = full_env[CHILD_ENV]
+    if starts_daemon:
+        full_env.pop(RUN_ENV, None)
     start = time.monotonic()
     _started[0] += 1
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -135,6 +136,16 @@ class BuildResult:
         )
 
 
+def _sccache_start(launcher: str, env: dict[str, str]) -> None:
+    """Start the sccache server (with this env: SCCACHE_BASEDIRS, the backend) unless one
+    runs. Started by the build's first compile instead, it would carry this run's mark
+    and be stopped with onboard; started here as a daemon, the next builds share it."""
+    with contextlib.suppress(OnboardError):  # "Address in use": one runs already
+        proc.run(
+            [launcher, "--start-server"], env=env, timeout=120, check=False, starts_daemon=True
+        )
+
+
 def _sccache_stats(launcher: str, env: dict[str, str]) -> dict[str, Any] | None:
     try:
         result = proc.run(
@@ -196,7 +207,7 @@ def _build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
     env = _session_env(plan)
     before = None
     if plan.cache_tool == "sccache" and plan.cache_launcher:
-        # Starts the sccache server with this env (SCCACHE_BASEDIRS, the backend) if none runs.
+        _sccache_start(plan.cache_launcher, env)
         before = _sccache_stats(plan.cache_launcher, env)
     cmd = [
         sys.executable,
