@@ -52,6 +52,9 @@ RUN_ENV = "ONBOARD_RUN"
 CHILD_ENV = "ONBOARD_CHILD"
 # How long a stopped child gets to clean up (SIGTERM) before SIGKILL.
 GRACE_SECONDS = 2.0
+# The niceness of a `background` command: it yields the cores to the work a user is
+# waiting on, and still gets every cycle that work leaves idle.
+BACKGROUND_NICE = 5
 _started = [0]  # children started in this process (0: nothing to reap)
 
 
@@ -168,6 +171,27 @@ def _cannot_start(
     )
 
 
+def _lower_autogroup(pid: int) -> None:
+    """Lower the CPU share of the session ``pid`` leads (Linux autogroups).
+
+    Every command starts in a session of its own, and where the kernel groups
+    sessions (``sched_autogroup_enabled``) it shares the CPU between sessions
+    first: a niced command alone in its session would still take a whole
+    session's share, so the group's own nice value is what yields the cores.
+    """
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(f"{BACKGROUND_NICE}\n")
+
+
+def _niced(argv: list[str]) -> list[str]:
+    """``argv`` under ``nice``, when both ``nice`` and the program are there (a missing
+    program must still fail as itself, not as nice's exit 127)."""
+    nice = shutil.which("nice")
+    if nice is None or shutil.which(argv[0]) is None:
+        return argv
+    return [nice, "-n", str(BACKGROUND_NICE), *argv]
+
+
 def run(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -180,6 +204,7 @@ def run(
     what: str | None = None,
     next_step: str | None = None,
     starts_daemon: bool = False,
+    background: bool = False,
 ) -> Result:
     """Run a command to completion and capture its output as text.
 
@@ -188,9 +213,12 @@ def run(
     start a server meant to outlive onboard (sccache's), so it is not marked as
     this run's and ``reaping`` leaves it alone. ``input`` may be bytes (a
     ``git fast-import`` stream with binary blobs); output is text either way.
+    ``background``: work that runs beside the step a user waits on (verify's nvcc
+    beside its CPU compile) runs under ``nice``, it and every process it starts.
     """
     binary = isinstance(input, bytes)
     argv = [os.fspath(a) for a in args]
+    launch = _niced(argv) if background else argv
     full_env = _marked_env(dict(env) if env is not None else environ())
     if extra_env:
         full_env.update(extra_env)
@@ -201,7 +229,7 @@ def run(
     _started[0] += 1
     try:
         proc = subprocess.Popen(
-            argv,
+            launch,
             cwd=os.fspath(cwd) if cwd is not None else None,
             env=full_env,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -213,6 +241,8 @@ def run(
         )
     except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
         raise _cannot_start(argv, cwd, exc) from exc
+    if background:
+        _lower_autogroup(proc.pid)
     try:
         out, err = _text(*proc.communicate(input=input, timeout=timeout))
     except subprocess.TimeoutExpired:

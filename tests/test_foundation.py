@@ -57,6 +57,29 @@ def test_missing_executable_is_one_clear_error() -> None:
     assert "was not found on PATH" in info.value.paragraph()
 
 
+def test_background_work_yields_the_cores_it_and_its_children() -> None:
+    # A child that starts a grandchild, as nvcc starts cicc: both must be lowered.
+    code = (
+        "import os, subprocess, sys; print(os.nice(0));"
+        "subprocess.run([sys.executable, '-c', 'import os; print(os.nice(0))'])"
+    )
+    niced = proc.run([sys.executable, "-c", code], background=True).stdout.split()
+    plain = proc.run([sys.executable, "-c", code]).stdout.split()
+    base = os.nice(0)
+    assert plain == [str(base)] * 2
+    assert niced == [str(min(19, base + proc.BACKGROUND_NICE))] * 2
+    autogroup = Path("/proc/self/autogroup")
+    if autogroup.is_file():
+        # Where the kernel shares the CPU between sessions first, the session's own
+        # group is lowered too (each command is a session of its own).
+        read = "print(open('/proc/self/autogroup').read().split()[-1])"
+        got = proc.run([sys.executable, "-c", read], background=True).stdout.strip()
+        assert got == str(proc.BACKGROUND_NICE)
+    with pytest.raises(OnboardError) as info:  # still its own error, not nice's exit 127
+        proc.run(["onboard-no-such-tool-xyz"], background=True)
+    assert "was not found on PATH" in info.value.paragraph()
+
+
 def test_stream_reports_signal_death_shell_style(tmp_path: Path) -> None:
     lines: list[str] = []
     code = f"print('a', flush=True); import os, signal; os.kill(os.getpid(), {int(signal.SIGSEGV)})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from onboard.workflows.newop.verify import OpVerification, verify_op
 pytestmark = pytest.mark.slow
 
 KERNEL = "aten/src/ATen/native/cpu/MyFracKernel.cpp"
+CU_KERNEL = "aten/src/ATen/native/cuda/MyFrac.cu"
 TEST_FILE = "test/test_my_frac.py"
 
 
@@ -141,6 +143,31 @@ def test_a_compile_error_names_the_file_and_line(frac_ws: workspace.Workspace) -
         assert "trnc" in detail
     finally:
         write_frac(frac_ws.checkout_path)
+
+
+def test_a_host_side_mistake_in_the_cu_file_fails_the_nvcc_check(
+    frac_ws: workspace.Workspace,
+) -> None:
+    # The launcher is host code: the check must see it (and the templates it
+    # instantiates) though it generates device code only.
+    cu = frac_ws.checkout_path / CU_KERNEL
+    original = cu.read_text()
+    edit(
+        cu,
+        "void my_frac_kernel_cuda(TensorIteratorBase& iter) {\n",
+        "void my_frac_kernel_cuda(TensorIteratorBase& iter) {\n  iter.no_such_member();\n",
+    )
+    try:
+        result = verify_op(frac_ws, "my_frac")
+        status, detail, location = steps(result)["CUDA kernel compiles (nvcc)"]
+        if shutil.which("nvcc") is None:
+            assert status == "not checked" and "nvcc is not on PATH" in detail
+            return
+        assert status == "failed" and not result.ok
+        assert location == f"{CU_KERNEL}:{line_of(cu, 'no_such_member')}"
+        assert "no_such_member" in detail
+    finally:
+        cu.write_text(original)
 
 
 def test_a_yaml_mistake_is_reported_by_torchgen(frac_ws: workspace.Workspace) -> None:

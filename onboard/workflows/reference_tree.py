@@ -59,7 +59,7 @@ _SKIP_SUFFIXES = (".so", ".pyc", ".pyo", ".pyd", ".dylib", ".dll", ".a", ".lib")
 # Headers torchgen writes into build/aten/src/ATen (aten/src/ATen/templates/*.h
 # and the per-op ops/ folder); they are not in git, and the binary names them
 # under build/ (PYTORCH_FACTS: "~60 are generated files under build/").
-_GENERATED_ATEN_RE = re.compile(r"^(ops/.*|[A-Za-z]+Functions(_inl)?\.h|Config\.h)$")
+GENERATED_ATEN_RE = re.compile(r"^(ops/.*|[A-Za-z]+Functions(_inl)?\.h|Config\.h)$")
 _GENERATED_C10 = {"macros/cmake_macros.h"}
 
 
@@ -118,7 +118,7 @@ def plan(torch_dir: Path, torchgen_dir: Path | None) -> TreePlan:
             name = entry.name
             if name == "ATen":
                 for rel, path in _walk(entry):
-                    generated = _GENERATED_ATEN_RE.match(rel) or (
+                    generated = GENERATED_ATEN_RE.match(rel) or (
                         path.name in template_headers and rel.count("/") <= 1
                     )
                     base = "build/aten/src/ATen" if generated else "aten/src/ATen"

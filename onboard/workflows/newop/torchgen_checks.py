@@ -265,6 +265,7 @@ def _generate(
             timeout=CODEGEN_TIMEOUT,
             check=False,
             what="full torchgen codegen",
+            background=True,  # beside the CPU compile, the longer chain
         )
         if result.returncode != 0:
             return f"python -m torchgen.gen failed: {child_failure(result)}"
