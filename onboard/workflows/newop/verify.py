@@ -109,23 +109,6 @@ def codegen_cache(ws: Workspace) -> Path:
     return ws.root / ".onboard" / "cache" / "codegen"
 
 
-# What _codegen_child.py answered, as stored in facts.json (only successful
-# runs are stored); another shape is a miss and the codegen runs again.
-_FACTS_SHAPE = {
-    "key": str,
-    "payload": {
-        "ok": bool,
-        "facts": {
-            "schemas": [str],
-            "structured": bool,
-            "kernels": {str: (str, None)},
-            "derivatives": [str],
-            "schema_registrations?": [str],
-        },
-    },
-}
-
-
 class _OpCheck:
     """One scaffolded op's verification, as jobs."""
 
