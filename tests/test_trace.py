@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -258,9 +260,27 @@ def test_trace_program_that_fails_before_torch(tmp_path: Path) -> None:
         trace([PY, str(script)])
     assert "failed before any torch call" in info.value.message
     assert "ValueError: bad config" in info.value.message
+    _suggested_run_fails_the_same_way(info.value, "ValueError: bad config")
     script.write_text("import sys\nsys.exit(3)\n")
     with pytest.raises(OnboardError, match=r"exit 3"):
         trace([PY, str(script)])
+
+
+def _suggested_run_fails_the_same_way(error: OnboardError, expected: str) -> None:
+    """The "run `...` by itself" of the next step is a command a shell runs as printed."""
+    found = re.search(r"run `([^`]+)` by itself", error.next_step or "", re.IGNORECASE)
+    assert found, error.next_step
+    alone = subprocess.run(shlex.split(found.group(1)), capture_output=True, text=True)
+    assert alone.returncode != 0 and expected in alone.stderr
+
+
+def test_trace_code_that_does_not_parse_names_a_runnable_command() -> None:
+    with pytest.raises(OnboardError) as info:
+        trace(None, code="torch.zeros(2")
+    assert "SyntaxError" in info.value.message
+    # The code as the child ran it: with the torch import `-c` adds.
+    assert "import torch; torch.zeros(2" in (info.value.next_step or "")
+    _suggested_run_fails_the_same_way(info.value, "SyntaxError")
 
 
 def test_trace_program_without_torch(tmp_path: Path) -> None:

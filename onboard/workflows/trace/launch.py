@@ -54,6 +54,17 @@ class Program:
     shown: str  # the command as the user would type it
     preimport: bool = False  # `onboard trace -c`: torch is imported for the code
 
+    @property
+    def runnable(self) -> str:
+        """The command that runs the program by itself, as the tracer's child runs it (with
+        the interpreter named, and `-c` code with the torch import onboard adds)."""
+        if self.kind == "code":
+            code = f"import torch; {self.target}" if self.preimport else self.target
+            what = ["-c", code]
+        else:
+            what = ["-m", self.target] if self.kind == "module" else [self.target]
+        return shlex.join([self.python, *self.options, *what, *self.args])
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -290,7 +301,7 @@ def run(
         raise OnboardError(
             f"`{program.shown}` ended (exit {_signal_text(done.returncode)}) before onboard could "
             f"read what it ran: {tail}",
-            next_step=f"Run `{program.shown}` by itself to see its output; a crash in torch's "
+            next_step=f"Run `{program.runnable}` by itself to see its output; a crash in torch's "
             "own code shows there too.",
         )
     return Ran(answer, done.stdout, done.stderr, done.returncode)
@@ -316,7 +327,7 @@ def check_started(ran: Ran, program: Program, *, did_something: bool, what: str)
         raise OnboardError(
             f"`{program.shown}` failed before any torch call (exit {ran.exit_code}): "
             f"{ran.error_text()}",
-            next_step=f"Fix the error (run `{program.shown}` by itself to see all of it), then "
+            next_step=f"Fix the error (run `{program.runnable}` by itself to see all of it), then "
             "run onboard again.",
         )
     if not status.get("imported_torch"):
