@@ -9,7 +9,8 @@ Printed (medians of the warm runs, each a fresh `python -m onboard` process):
 - `where trunc` first ever (cold cache: torchgen reads the yaml while one child
   imports torch, answers trunc and goes on to index every op), against a bare
   `python -c "import torch"` and against `import torch` plus one call on a meta
-  tensor, the child's own floor (target: <= 4 s), and warm, against `python -c
+  tensor done plainly (which imports torch._dynamo; the child does not)
+  (target: <= 4 s), and warm, against `python -c
   pass` and `onboard --help` (the CLI's own start-up floor) (target: < 0.5 s);
 - `where OP` for ops never asked, once the index is written: no child, one
   lookup (target: <= 0.6 s), against `import torch` (what it used to cost);
@@ -132,9 +133,11 @@ def main() -> None:
 
         import_torch = _median([py, "-c", "import torch"], env, args.runs)
         print(f"python -c 'import torch': {import_torch:.2f} s")
-        # The floor of a first answer: the child records each entry point on meta
-        # tensors, and the first meta call runs a Python meta kernel that imports
-        # torch._dynamo (sympy and ~1,000 modules).
+        # What a first answer would cost done plainly: the child records each entry
+        # point on meta tensors, and in a plain interpreter the first meta call runs
+        # a Python reference kernel whose torch._disable_dynamo wrapper imports
+        # torch._dynamo (sympy and ~1,000 modules). The child leaves that import out
+        # while dynamo is not loaded (_live_index_child.py), so it can beat this.
         first_meta = _median([py, "-c", META_CALL], env, args.runs)
         print(f"python -c 'import torch; <one meta call>': {first_meta:.2f} s")
         # First-ever calls, each with an empty cache; the next one starts once the

@@ -506,6 +506,42 @@ def _ask_one_child(request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def test_the_index_child_records_without_importing_dynamo() -> None:
+    """The index child runs the per-op code after its import hook: the same answers
+    as a plain interpreter gives, without the seconds of importing torch._dynamo
+    that torch's wrappers of its Python kernels would spend on a first call."""
+    from onboard.workflows.opsource.live_index import _CHILD, _PER_OP_CHILD, MARKER
+
+    source = _CHILD.read_text()
+    prelude = source[: source.index("import torch  # noqa: E402")]
+    script = (
+        prelude
+        + "import torch\n"
+        + _PER_OP_CHILD.read_text()
+        + "\nprint('DYNAMO', 'torch._dynamo' in sys.modules)\n"
+    )
+    request = {
+        "entries": ["torch.add", "torch.trunc", "F.gelu", "torch.Tensor.add_", "torch.sum"],
+        "ops": ["aten::add.Tensor"],
+        "record": True,
+        "group_overloads": True,
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(request)], capture_output=True, text=True,
+        timeout=600, check=True,
+    ).stdout  # fmt: skip
+    assert "DYNAMO False" in out.splitlines()
+    line = next(ln for ln in out.splitlines() if ln.startswith(MARKER))
+    hooked = json.loads(line[len(MARKER) :])
+    plain = _ask_one_child(request)
+    assert [e["top_ops"] for e in hooked["entries"]] == [
+        ["aten::add"], ["aten::trunc"], ["aten::gelu"], ["aten::add_"], ["aten::sum"]
+    ]  # fmt: skip
+    assert hooked["entries"] == plain["entries"]
+    assert hooked["python_kernels"] == plain["python_kernels"]
+    assert hooked["dumps"] == plain["dumps"]
+
+
 @pytest.mark.slow
 def test_live_index_answers_as_a_child_asked_about_one_op(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

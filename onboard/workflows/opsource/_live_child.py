@@ -16,7 +16,12 @@ request = json.loads(sys.argv[1])
 warnings.simplefilter("ignore")
 
 import torch  # noqa: E402
+from torch.autograd.profiler import profile  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+# The autograd profiler itself, not torch.profiler.profile: the latter's start
+# asks `hasattr(torch, "_inductor")`, which imports inductor and dynamo (two
+# seconds of a first `where`) only to read a CUDA-graphs setting.
 
 out: dict = {
     "torch_version": str(torch.__version__),
@@ -111,7 +116,7 @@ def record(obj, name):
         try:
             with (
                 contextlib.redirect_stderr(io.StringIO()),
-                torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof,
+                profile(use_cpu=True) as prof,
                 recorder,
             ):
                 obj(*args)
@@ -120,7 +125,7 @@ def record(obj, name):
             last_error = f"{type(exc).__name__}: {first}"
             continue
         top = []
-        for event in prof.events():
+        for event in prof.function_events:
             if (
                 event.cpu_parent is None
                 and event.name.startswith("aten::")

@@ -17,6 +17,9 @@
 #  "names": {Python entry point: base}} and one line per base
 # {"base": base, "request": request, "answer": answer}.
 import contextlib
+import functools
+import importlib.abc
+import importlib.util
 import io
 import json
 import os
@@ -26,6 +29,54 @@ import warnings
 MARKER = "@@ONBOARD-LIVE@@"
 FORMAT = 2  # live_index.FORMAT: the parent reads only headers of its own format
 warnings.simplefilter("ignore")
+
+
+# torch wraps its Python reference kernels (what a meta tensor runs for add,
+# mul, ...) in torch._disable_dynamo, whose first call imports torch._dynamo:
+# two seconds of a first `where`, to turn off a compiler that is not running.
+# While torch._dynamo is not imported nothing can be compiling, so the wrapper
+# may call the kernel directly; once it is imported (the user's entry point
+# may import it), torch's own wrapper runs, as always. Installed before torch
+# imports, because the wrapping happens while torch imports its kernels.
+def _lazy_disable_dynamo(module):
+    original = module._disable_dynamo
+
+    def _disable_dynamo(fn=None, recursive=True):
+        if fn is None:
+            return functools.partial(_disable_dynamo, recursive=recursive)
+        wrapped = original(fn, recursive)
+
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            if "torch._dynamo" in sys.modules:
+                return wrapped(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        return inner
+
+    module._disable_dynamo = _disable_dynamo
+
+
+class _PatchAfterImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "torch._compile":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            with contextlib.suppress(Exception):  # another torch: leave it as it is
+                _lazy_disable_dynamo(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+sys.meta_path.insert(0, _PatchAfterImport())
 
 import torch  # noqa: E402
 
