@@ -11,11 +11,11 @@ on read, so the caller rebuilds instead of failing on it later.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,8 @@ def writable_cache_dir(*parts: str) -> Path:
 
 def _can_write(folder: Path) -> bool:
     # Tried, not os.access(): root passes access() on a read-only mount.
+    import tempfile  # (here: the readers of a cache need none of it)
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
@@ -49,6 +51,8 @@ def _can_write(folder: Path) -> bool:
 
 
 def _temp_cache_base() -> Path:
+    import tempfile
+
     uid = os.getuid() if hasattr(os, "getuid") else 0
     shared = Path(tempfile.gettempdir()) / f"onboard-{uid}"
     try:
@@ -245,3 +249,68 @@ def write_json(path: Path, data: dict[str, Any], *, compact: bool = False) -> No
         files.write_bytes(path, json.dumps(data, separators=separators).encode(), journal=False)
     except OSError:
         pass
+
+
+# --------------------------------------------------------------------------
+# Sealed files: a large cache read on every run of a fast command.
+#
+# Checking a few MB of values against a shape costs more than parsing them.
+# A sealed file is one line of JSON (the header: small, shape-checked as
+# usual) followed by the body's JSON, whose digest the header holds. Only
+# ``write_sealed`` makes such a file, from values its caller built, so a body
+# that matches its digest has the shape that caller wrote; a hand edit, a
+# torn copy or another format does not match and counts as missing.
+
+DIGEST_KEY = "body_sha1"
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha1(body, usedforsecurity=False).hexdigest()
+
+
+def write_sealed(path: Path, header: dict[str, Any], body: Any) -> None:
+    """Replace ``path`` atomically with ``header`` and ``body`` (errors ignored)."""
+    from onboard import files
+
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    top = json.dumps({**header, DIGEST_KEY: _digest(raw)}, separators=(",", ":")).encode()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        files.write_bytes(path, top + b"\n" + raw, journal=False)
+    except OSError:
+        pass
+
+
+class Sealed:
+    """A sealed file as read: its header now, its body when asked for."""
+
+    def __init__(self, header: dict[str, Any], raw: bytes) -> None:
+        self.header = header
+        self._raw = raw
+
+    def body(self) -> Any:
+        """The body's JSON, or None when it is not what was written (see above)."""
+        if _digest(self._raw) != self.header.get(DIGEST_KEY):
+            return None
+        try:
+            return json.loads(self._raw)
+        except ValueError:
+            return None
+
+
+def read_sealed(path: Path, header_shape: Any) -> Sealed | None:
+    """The sealed file when it exists and its header has ``header_shape``."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    top, newline, body = raw.partition(b"\n")
+    try:
+        header = json.loads(top) if newline else None
+    except ValueError:
+        return None
+    if type(header) is not dict or type(header.get(DIGEST_KEY)) is not str:
+        return None
+    if not matches(header, header_shape):
+        return None
+    return Sealed(header, body)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -78,7 +77,7 @@ def reaping() -> Iterator[Reaper]:
     if os.environ.get(RUN_ENV):
         yield reaper  # an onboard further up (the one that started us) reaps for both
         return
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()  # (not `secrets`: the same bytes, a slower import)
     os.environ[RUN_ENV] = token
     started = _started[0]
     try:
@@ -387,7 +386,7 @@ def _marked_env(env: dict[str, str]) -> dict[str, str]:
     token = os.environ.get(RUN_ENV)
     if token:
         env[RUN_ENV] = token
-    env[CHILD_ENV] = secrets.token_hex(6)
+    env[CHILD_ENV] = os.urandom(6).hex()
     return env
 
 
@@ -427,6 +426,43 @@ def _last_line(text: str) -> str:
 
 
 _RELEASED: list[subprocess.Popen[bytes]] = []
+
+
+def detach(work: Callable[[], None]) -> bool:
+    """Run ``work`` in a forked copy of this process that outlives it; False (and
+    nothing run) where that cannot be done safely, so the caller runs it itself.
+
+    For what the user is not waiting on and may be lost (a cache write: the
+    next run redoes it), as `git gc --auto` detaches: the copy has its own
+    session (Ctrl-C in the terminal is not its), no stdin, stdout or stderr
+    (the answer is the parent's to print), and leaves with ``os._exit`` (the
+    parent's exit handlers and buffers are the parent's). ``reaping`` leaves
+    it alone: it holds no pipe of the parent's, and what it does is whole or
+    not done (an atomic file replace).
+    """
+    # Forking a process with other threads can copy a lock another thread holds.
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # the copy
+        code = 0
+        try:
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            with contextlib.suppress(OSError):
+                os.nice(BACKGROUND_NICE)
+            work()
+        except BaseException:  # nobody to tell: the work is redone next time
+            code = 1
+        finally:
+            os._exit(code)
+    _DETACHED.add(pid)
+    return True
 
 
 class Child:

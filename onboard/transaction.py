@@ -41,16 +41,10 @@ from typing import Any
 from onboard import files, git, lock, signals
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.scope import JOURNAL, scope_of, unsettled
 
-JOURNAL = "journal.json"
 BACKUPS = "tx-backup"
-SCOPE_DIR = ".onboard"  # inside a workspace root
 _ZERO = "0" * 40
-
-
-def scope_of(ws_root: Path) -> Path:
-    """The folder holding a workspace's lock and journal."""
-    return Path(ws_root) / SCOPE_DIR
 
 
 def scope_for_repo(repo: Path) -> Path:
@@ -401,7 +395,7 @@ def settle(scope: Path) -> None:
     """Before a command reads a workspace: if a run died mid-way there (its
     journal is still on disk), roll it back first, under the lock, so that no
     command ever plans from half-made state. Costs one ``stat`` otherwise."""
-    if not (scope / JOURNAL).exists():
+    if not unsettled(scope):
         return
     # Busy or unwritable: the next writer settles it.
     with (

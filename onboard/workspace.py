@@ -175,9 +175,12 @@ def find(
 def _opened(folder: Path) -> Workspace:
     """Load a workspace a command is about to use, after rolling back any run
     that died mid-way in it (transaction.settle)."""
-    from onboard import transaction
+    from onboard.scope import scope_of, unsettled
 
-    transaction.settle(transaction.scope_of(folder))
+    if unsettled(scope_of(folder)):  # rare: the rollback machinery is imported only then
+        from onboard import transaction
+
+        transaction.settle(scope_of(folder))
     return load(folder)
 
 

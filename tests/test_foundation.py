@@ -209,3 +209,74 @@ def test_a_build_prefix_cache_of_the_wrong_shape_is_scanned_again(
     cached.write_text(json.dumps({"prefix": 7, "method": "x", "source_paths": 3}))
     assert torchenv.scan_build_prefix(lib) == first
     assert json.loads(cached.read_text())["prefix"] == first.prefix
+
+
+def test_lazy_patterns_compile_on_first_use_and_behave_as_compiled() -> None:
+    import re
+
+    from onboard import lazy_re
+
+    pattern = lazy_re.compile(r"\bT(\d{3,})\b", re.I)
+    assert "_args" in vars(pattern) and "search" not in vars(pattern)  # nothing compiled yet
+    assert pattern.search("see t12345 here").group(1) == "12345"  # type: ignore[union-attr]
+    assert "search" in vars(pattern)  # stored: later calls skip the lookup
+    assert pattern.findall("T123 t4567") == ["123", "4567"]
+    assert pattern.pattern == r"\bT(\d{3,})\b" and pattern.flags & re.I
+
+
+def test_sealed_files_hold_what_was_written_and_nothing_else(tmp_path: Path) -> None:
+    from onboard.cache import read_sealed, write_sealed
+
+    path = tmp_path / "sealed.json"
+    shape = {"version": int}
+    body = {"rows": [[1, "a"], [2, "b\nc"]]}  # a newline inside a value stays escaped
+    write_sealed(path, {"version": 3}, body)
+    sealed = read_sealed(path, shape)
+    assert sealed is not None and sealed.header["version"] == 3 and sealed.body() == body
+    assert read_sealed(path, {"version": str}) is None  # the header is shape-checked
+    top, raw = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(top + b"\n" + raw.replace(b'"a"', b'"A"'))  # a hand edit
+    edited = read_sealed(path, shape)
+    assert edited is not None and edited.body() is None
+    for garbage in (b"", b"{}", b"not json\n{}", b'{"version": 3}\n{}', b"[1]\n[2]"):
+        path.write_bytes(garbage)
+        found = read_sealed(path, shape)
+        assert found is None or found.body() is None
+    assert read_sealed(tmp_path / "missing.json", shape) is None
+
+
+def test_status_lists_the_files_of_untracked_folders_as_git_does(tmp_path: Path) -> None:
+    from onboard import git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["config", "user.email", "t@e"], ["config", "user.name", "t"]):
+        proc.run(["git", "-C", str(repo), *args])
+    (repo / ".gitignore").write_text("*.pyc\nbuild/\n")
+    (repo / "kept.py").write_text("x = 1\n")
+    proc.run(["git", "-C", str(repo), "add", "."])
+    proc.run(["git", "-C", str(repo), "commit", "-qm", "init"])
+    (repo / "kept.py").write_text("x = 2\n")
+    (repo / "new" / "deep").mkdir(parents=True)
+    (repo / "new" / "a.py").write_text("# TODO: a\n")
+    (repo / "new" / "deep" / "b.py").write_text("# TODO: b\n")
+    (repo / "new" / "deep" / "c.pyc").write_bytes(b"ignored")
+    (repo / "[odd]").mkdir()  # a folder name that is a glob pattern
+    (repo / "[odd]" / "d.py").write_text("")
+    (repo / "o").mkdir()  # what "[odd]" would match as a glob
+    (repo / "o" / "e.py").write_text("")
+    (repo / "build").mkdir()
+    (repo / "build" / "gen.py").write_text("")
+    found = git.status_v2(repo)
+    assert found is not None
+    head, paths = found
+    assert head == git.head_sha(repo)
+    everything = proc.run(
+        ["git", "-C", str(repo), "status", "--porcelain=v2", "-z", "--untracked-files=all"]
+    ).stdout
+    expected = sorted(
+        e.split(" ")[-1] if e[0] == "1" else e[2:] for e in everything.split("\0") if e
+    )
+    assert sorted(paths) == expected == [
+        "[odd]/d.py", "kept.py", "new/a.py", "new/deep/b.py", "o/e.py",
+    ]  # fmt: skip

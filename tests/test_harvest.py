@@ -5,12 +5,14 @@ built from the installed wheel checked against an independent count."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 import tokenize
 from collections import Counter
 from pathlib import Path
@@ -472,25 +474,60 @@ def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_pa
     cache = tmp_path / "cache"
     first = _harvest(small_repo, cache=cache)
     (stored,) = cache.glob("tree-*.json")
-    good = json.loads(stored.read_text())
-    row = next(f[6][0] for f in good["files"] if f[6])
-    broken: list[Any] = [
-        "not json {",
-        [1, 2],
-        {**good, "files": [["x.py", "many"]]},
-        {**good, "files": [[*good["files"][0][:6], [["id-only"]]]]},
-        {**good, "changed": {"a.py": "yesterday"}},
-        {**good, "files": [[*good["files"][0][:3], "mine", *good["files"][0][4:]]]},
-        # Valid JSON whose values have the wrong types deep inside (a hand edit,
-        # another format): a line number as text.
-        {**good, "files": [[*good["files"][0][:6], [[row[0], "7", *row[2:]]]]]},
+    good = stored.read_bytes()
+    top, body = good.split(b"\n", 1)
+    header = json.loads(top)
+    data = json.loads(body)
+    row = next(f[6][0] for f in data["files"] if f[6])
+
+    def resealed(**changes: Any) -> bytes:
+        # A body changed as a hand edit would, with its digest made to match:
+        # what the header says must still be checked.
+        raw = json.dumps({**data, **changes}).encode()
+        digest = hashlib.sha1(raw).hexdigest()
+        return json.dumps({**header, "body_sha1": digest}).encode() + b"\n" + raw
+
+    broken: list[bytes] = [
+        b"not json {",
+        b"[1, 2]",
+        top,  # the header alone (a torn write)
+        top + b"\n" + body[: len(body) // 2],  # half the body
+        # Valid JSON whose values are not what was written (a hand edit, a
+        # half-synced home): a line number as text.
+        top
+        + b"\n"
+        + body.replace(
+            b"[%s,%d," % (json.dumps(row[0]).encode(), row[1]),
+            b'[%s,"%d",' % (json.dumps(row[0]).encode(), row[1]),
+            1,
+        ),
+        json.dumps({**header, "changed": {"a.py": "yesterday"}}).encode() + b"\n" + body,
+        json.dumps({**header, "version": 2}).encode() + b"\n" + body,
+        json.dumps({**header, "root": "/elsewhere"}).encode() + b"\n" + body,
+        resealed(order=data["order"][:-1]),
+        resealed(files=[["x.py", "many"]]),
     ]
     for garbage in broken:
-        stored.write_text(garbage if isinstance(garbage, str) else json.dumps(garbage))
+        stored.write_bytes(garbage)
         again = _harvest(small_repo, cache=cache)
-        assert again.summary()["cache"] == "none"
+        assert again.summary()["cache"] == "none", garbage[:80]
         assert [i.id for i in again.items] == [i.id for i in first.items]
     assert _harvest(small_repo, cache=cache).summary()["cache"] == "tree"
+
+
+def test_the_cached_result_keeps_the_ranking_and_every_field(
+    small_repo: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    fresh = _harvest(small_repo, cache=cache, limit=0)
+    warm = _harvest(small_repo, cache=cache, limit=0)
+    assert warm.summary()["cache"] == "tree"
+    assert warm.to_json()["items"] == fresh.to_json()["items"]
+
+    def counts(r: hv.HarvestResult) -> dict[str, Any]:
+        return {k: v for k, v in r.summary().items() if not k.startswith("files_") and k != "cache"}
+
+    assert counts(warm) == counts(fresh)
 
 
 # --------------------------------------------------------------------------
@@ -564,6 +601,38 @@ def test_cli_json_markdown_and_show(small_repo: Path, tmp_path: Path) -> None:
     assert "Traceback" not in missing.stderr
     bad = _onboard("harvest", "show", "zz", cwd=ws_root)
     assert bad.returncode == 2
+
+
+def test_the_cli_writes_a_changed_result_after_answering(small_repo: Path, tmp_path: Path) -> None:
+    """The command prints first and a detached copy of it writes the cache: the
+    answer is whole at once, the next run finds the new state cached."""
+    ws_root = _workspace(tmp_path, small_repo, reference=True)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+
+    def run() -> dict[str, Any]:
+        result = _onboard("harvest", "--json", "--limit", "0", "--offline", cwd=ws_root, env=env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def cached_state(expected: str) -> dict[str, Any]:
+        # The copy writes in the background: poll (it takes milliseconds).
+        for _ in range(200):
+            data = run()
+            if data["summary"]["cache"] == expected:
+                return data
+            time.sleep(0.05)
+        raise AssertionError(f"the cache never held the result ({expected!r})")
+
+    first = run()
+    assert first["summary"]["cache"] == "none"
+    assert cached_state("tree")["items"] == first["items"]
+    conv = small_repo / "torch/nn/modules/conv.py"
+    conv.write_text(conv.read_text() + "# TODO: drop the old padding mode\n")
+    edited = run()
+    assert edited["summary"]["cache"] == "files"
+    assert any("old padding mode" in i["text"] for i in edited["items"])
+    assert cached_state("tree")["items"] == edited["items"]
+    assert not list((tmp_path / "xdg").rglob("*.tmp*"))  # no half-written file left
 
 
 def test_cli_without_a_tree_is_one_paragraph(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ import pytest
 from fixtures.user_state import UserState, git, give_user_work, marked_processes
 
 from onboard import lock, torchenv
-from onboard.transaction import JOURNAL, SCOPE_DIR
+from onboard.scope import JOURNAL, SCOPE_DIR
 
 DRIVER = Path(__file__).parent / "fixtures" / "onboard_driver.py"
 SMALL_TREE = "40"  # files of the wheel in a test reference tree (plus what new-op edits)

@@ -143,6 +143,8 @@ def harvest(
         cache=not no_cache,
         output="markdown" if markdown else "table",
         reporter=reporter(as_json or markdown, verbose),
+        # The user waits for the answer, not for the cache write.
+        save_in_background=True,
     )
     emit(result, as_json=as_json, verbose=verbose)
     return result.exit_code

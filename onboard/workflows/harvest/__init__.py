@@ -77,13 +77,20 @@ class HarvestResult:
 
     def summary(self) -> dict[str, Any]:
         s = self.scan
-        tags = Counter(i.tag for i in s.items)
-        kinds = Counter(i.form.kind for i in s.items)
+        # One pass over thousands of items, reading the fields, not the properties.
+        tags: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
+        python = 0
+        for i in s.items:
+            form = i.form
+            tags[form.tag] += 1
+            kinds[form.kind] += 1
+            python += i.language == "python"
         return {
             "harvested": self.total,
             "matched": self.matched,
             "shown": len(self.items),
-            "python_only": sum(1 for i in s.items if i.python_only),
+            "python_only": python,
             "by_tag": {t: tags.get(t, 0) for t in TAGS},
             "by_kind": dict(sorted(kinds.items())),
             "skipped_vendored": s.skipped_vendored,
@@ -268,11 +275,13 @@ def harvest(
     cache: Path | None | bool = True,
     output: str = "table",
     reporter: Reporter | None = None,
+    save_in_background: bool = False,
 ) -> HarvestResult:
     """Harvest the tree; ``limit=0`` shows every match.
 
     ``cache``: True for the user cache (XDG_CACHE_HOME/onboard/harvest), a
-    path for another folder, False/None for none.
+    path for another folder, False/None for none. ``save_in_background``: a
+    new result is written to the cache after this returns (``collect.gather``).
     """
     reporter = reporter or Reporter()
     if limit < 0:
@@ -292,7 +301,14 @@ def harvest(
     from onboard.workflows.harvest import enrich, rank
     from onboard.workflows.harvest.collect import gather
 
-    s = gather(target, searcher=searcher, cache=cache_dir, reporter=reporter, status=status)
+    s = gather(
+        target,
+        searcher=searcher,
+        cache=cache_dir,
+        reporter=reporter,
+        status=status,
+        save_in_background=save_in_background,
+    )
     matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
     notes: list[str] = []
     token = _token_once(api_url)
@@ -373,7 +389,7 @@ def _token_once(api_url: str) -> Callable[[], str | None]:
 
 
 def _token(api_url: str) -> str | None:
-    from onboard.github import find_token
+    from onboard.github_token import find_token
 
     found = find_token(api_url)
     return found.value if found is not None else None

@@ -21,21 +21,26 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from onboard.cache import Row, matches
+from onboard import proc
+from onboard.cache import Row, Sealed, read_sealed, write_sealed
 from onboard.report import Reporter
-from onboard.workflows.harvest import forms, rank, scan
+from onboard.workflows.harvest import forms, rank
 from onboard.workflows.harvest.rank import Item
-from onboard.workflows.harvest.state import TreeState, start_tree_state
+from onboard.workflows.harvest.state import PendingState, TreeState, start_tree_state
 from onboard.workflows.harvest.tags import language
 from onboard.workflows.harvest.target import Target
 
+# scan (the grep and the lexer) is imported where the tree is searched: a warm
+# run reads the whole result from the cache and needs none of it.
+if TYPE_CHECKING:
+    from onboard.workflows.harvest import scan
+
 # The cached result's format. Bump when lexing, parsing or scoring changes.
-SCAN_VERSION = 2
+SCAN_VERSION = 3
 # Past this many changed files, one pass over the whole tree is as quick.
 INCREMENTAL_MAX_FILES = 200
 
@@ -110,31 +115,42 @@ def gather(
     searcher: str,
     cache: Path | None,
     reporter: Reporter,
-    status: Future[TreeState | None] | None = None,
+    status: PendingState | None = None,
+    save_in_background: bool = False,
 ) -> Scan:
     """Every harvested comment of the tree, ranked (from the cache when it holds).
 
     ``status``: ``state.tree_state`` already running (started before this module
     was imported, so that `git status` and the imports overlap).
+    ``save_in_background``: a changed result is written to the cache by a detached
+    copy of this process while this one prints it (``proc.detach``), not before.
     """
+
+    def save(result: Scan, state: TreeState) -> None:
+        assert cache is not None
+        if not (save_in_background and proc.detach(lambda: _save(result, cache, state))):
+            _save(result, cache, state)
+
     t0 = time.monotonic()
     state: TreeState | None = None
     if cache is not None and searcher == "auto":  # an explicit --searcher means: run that one
         # `git status` runs in its own process while the stored result is read.
         pending = status or start_tree_state(target.root)
-        data = scan.read_json(_cache_file(target, cache))
+        sealed = read_sealed(_cache_file(target, cache), HEADER_SHAPE)
+        # Read before `git status` answers (the usual case is a hit, and the
+        # two overlap); whether it is of this HEAD is checked after.
+        stored = _stored(target, sealed) if sealed is not None else None
         state = pending.result()
-        stored = _stored(target, data) if state is not None else None
         if state is not None and stored is not None and stored[0].head == state.head:
             result = _reuse(target, stored[1], stored[0], state, reporter)
             if result is not None:
                 result.seconds = {"tree_cache": round(time.monotonic() - t0, 3)}
                 if result.cache == "files":
-                    _save(result, cache, state)
+                    save(result, state)
                 return result
     result = _whole_tree(target, searcher, reporter)
     if state is not None and cache is not None:
-        _save(result, cache, state)
+        save(result, state)
     return result
 
 
@@ -145,6 +161,10 @@ def gather(
 def _whole_tree(target: Target, searcher: str, reporter: Reporter) -> Scan:
     t0 = time.monotonic()
     reporter.step(f"searching {target.root} for TODO/FIXME/XXX/HACK")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from onboard.workflows.harvest import scan
+
     # The grep runs in its own process; index the tests meanwhile.
     with ThreadPoolExecutor(max_workers=1) as pool:
         grep = pool.submit(scan.find_candidates, target.root, searcher=searcher)
@@ -184,6 +204,8 @@ def _whole_tree(target: Target, searcher: str, reporter: Reporter) -> Scan:
 
 def file_result(fc: scan.FileComments, hit_lines: list[int], tests: rank.NearbyTests) -> FileResult:
     """One file's comments as ranked items, or counted as skipped."""
+    from onboard.workflows.harvest import scan
+
     path, comments = fc.path, fc.comments
     if scan.vendored(path):
         return FileResult(path, len(hit_lines), 0, VENDORED, len(comments), fc.unterminated, [])
@@ -246,6 +268,8 @@ def _reuse(
     if len(dirty) > INCREMENTAL_MAX_FILES or any(_is_test_file(p) for p in dirty):
         # A test file added or removed changes the "a test file nearby" reason elsewhere.
         return None
+    from onboard.workflows.harvest import scan
+
     t0 = time.monotonic()
     reporter.detail(f"{len(dirty)} changed file(s) since the cached result: searching those")
     searched = [p for p in dirty if now.changed.get(p) is not None and scan.eligible(p)]
@@ -281,8 +305,10 @@ def _is_test_file(path: str) -> bool:
 
 def _save(result: Scan, cache: Path, state: TreeState) -> None:
     reasons: dict[tuple[int, str], int] = {}  # most reasons repeat word for word: one table
+    number: dict[int, int] = {}  # id(item) -> its place in the files' order
 
     def row(i: Item) -> list[Any]:
+        number[id(i)] = len(number)
         why = [reasons.setdefault((r.points, r.why), len(reasons)) for r in i.reasons]
         return [i.id, i.line, i.end_line, i.col, i.text, list(i.form), why, i.test_file]
 
@@ -291,62 +317,60 @@ def _save(result: Scan, cache: Path, state: TreeState) -> None:
          [row(i) for i in f.items]]
         for f in result.files.values()
     ]  # fmt: skip
-    data = {
+    header = {
         "version": SCAN_VERSION,
         "root": str(result.target.root),
         "head": state.head,
         "changed": state.changed,
         "searcher": result.searcher,
+    }
+    body = {
         "reasons": [list(r) for r in reasons],
         "files": files,
+        # The ranking, stored so that a warm run does not sort again.
+        "order": [number[id(i)] for i in result.items],
     }
-    scan.write_json(_cache_file(result.target, cache), data, compact=True)
+    write_sealed(_cache_file(result.target, cache), header, body)
 
 
-# What _save writes; a file of another shape is a miss (the tree is scanned again).
-_FORM = Row(str, str, [str], [int], [int], [str], [str], str)
-_ITEM = Row(str, int, int, int, str, _FORM, [int], (str, None))
-STORED_SHAPE = {
+# The header _save writes: checked on every read (the body is sealed by its digest).
+HEADER_SHAPE = {
     "version": int,
     "root": str,
     "head": str,
     "changed": {str: (Row(int, int), None)},
     "searcher": str,
-    "reasons": [Row(int, str)],
-    "files": [Row(str, int, int, str, int, bool, [_ITEM])],
 }
 
 
-def _stored(target: Target, data: dict[str, Any]) -> tuple[TreeState, Scan] | None:
-    """The cached result, or None when there is none or it does not validate."""
-    if not matches(data, STORED_SHAPE):
+def _stored(target: Target, sealed: Sealed) -> tuple[TreeState, Scan] | None:
+    """The cached result of this tree and the state it was of, or None (also when
+    it does not validate)."""
+    header = sealed.header
+    if header["version"] != SCAN_VERSION or header["root"] != str(target.root):
+        return None
+    data = sealed.body()
+    if type(data) is not dict:
         return None
     try:
-        if data.get("version") != SCAN_VERSION or data.get("root") != str(target.root):
-            return None
-        changed = data["changed"]
-        if not isinstance(changed, dict) or not all(
-            v is None or (isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v))
-            for v in changed.values()
-        ):
-            return None
-        state = TreeState(str(data["head"]), changed)
-        reasons = [rank.Reason(int(p), str(w)) for p, w in data["reasons"]]
+        state = TreeState(header["head"], header["changed"])
+        reasons = [rank.Reason(p, w) for p, w in data["reasons"]]
         files: dict[str, FileResult] = {}
+        flat: list[Item] = []
         for path, hits, non_comment, kind, comments, unterminated, rows in data["files"]:
-            if kind not in (OWN, VENDORED, GENERATED) or type(path) is not str:
-                return None
             lang = language(path) or "c++"
             module = rank.module_of(path)
             items = [_item_from(path, lang, module, row, reasons) for row in rows]
-            files[path] = FileResult(
-                path, int(hits), int(non_comment), kind, int(comments), bool(unterminated), items
-            )
+            flat += items
+            files[path] = FileResult(path, hits, non_comment, kind, comments, unterminated, items)
+        order = data["order"]
+        if len(order) != len(flat):
+            return None
         scan_ = Scan(
             target=target,
-            searcher=str(data["searcher"]),
+            searcher=header["searcher"],
             files=files,
-            items=_ranked(files.values()),
+            items=[flat[n] for n in order],
             files_lexed=0,
             files_cached=len(files),
             seconds={},
@@ -359,24 +383,19 @@ def _stored(target: Target, data: dict[str, Any]) -> tuple[TreeState, Scan] | No
 def _item_from(
     path: str, lang: str, module: str, row: list[Any], reasons: list[rank.Reason]
 ) -> Item:
-    # Thousands per run: plain checks, no per-field conversions.
+    # Thousands per run, from a sealed body (``onboard.cache``): no per-field checks.
     iid, line, end, col, text, form, why, test_file = row
     tag, kind, owners, issues, pulls, internal, others, body = form
     f = forms.Form(
-        tag, kind, tuple(owners), tuple(issues), tuple(pulls), tuple(internal), tuple(others), body
+        tag,
+        kind,
+        tuple(owners) if owners else (),
+        tuple(issues) if issues else (),
+        tuple(pulls) if pulls else (),
+        tuple(internal) if internal else (),
+        tuple(others) if others else (),
+        body,
     )
-    if not (
-        type(iid) is str
-        and type(text) is str
-        and type(line) is int
-        and type(end) is int
-        and type(col) is int
-        and type(tag) is str
-        and type(kind) is str
-        and type(body) is str
-        and (test_file is None or type(test_file) is str)
-    ) or any(type(n) is not int for n in f.issues + f.pulls):
-        raise ValueError("not an item")
     item = Item(iid, path, line, end, col, lang, module, text, f)
     item.reasons = [reasons[n] for n in why]
     item.test_file = test_file

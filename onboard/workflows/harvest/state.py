@@ -7,7 +7,6 @@ start before the rest of harvest is imported.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,15 +44,31 @@ def tree_state(root: Path) -> TreeState | None:
     return TreeState(head, stats)
 
 
-def start_tree_state(root: Path) -> Future[TreeState | None]:
-    """``tree_state(root)`` in a thread (its `git status` runs in a process of its own)."""
-    pending: Future[TreeState | None] = Future()
+class PendingState:
+    """``tree_state(root)`` computed in a thread; ``result()`` waits for it.
 
-    def run() -> None:
+    (Not concurrent.futures: importing it, and the logging it pulls in, costs
+    a warm harvest more than the `git status` it overlaps.)"""
+
+    def __init__(self, root: Path) -> None:
+        self._value: TreeState | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(root,), daemon=True)
+        self._thread.start()
+
+    def _run(self, root: Path) -> None:
         try:
-            pending.set_result(tree_state(root))
+            self._value = tree_state(root)
         except BaseException as exc:  # handed to whoever waits for it
-            pending.set_exception(exc)
+            self._error = exc
 
-    threading.Thread(target=run, daemon=True).start()
-    return pending
+    def result(self) -> TreeState | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def start_tree_state(root: Path) -> PendingState:
+    """``tree_state(root)`` in a thread (its `git status` runs in a process of its own)."""
+    return PendingState(root)
