@@ -755,10 +755,14 @@ def _status_entries(
 ) -> tuple[str | None, list[str]] | None:
     result = git(
         repo,
+        # (Not --no-optional-locks: git then never writes back the stat data it
+        # refreshed, and a tree written in the same second as its index, as a
+        # fresh checkout is, has every file re-read on every call.)
         "status",
         "--porcelain=v2",
         "-z",
         "--branch",
+        "--no-ahead-behind",
         f"--untracked-files={untracked}",
         "--no-renames",
         "--ignore-submodules=dirty",

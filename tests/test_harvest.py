@@ -470,6 +470,29 @@ def test_an_edit_redoes_only_that_file(small_repo: Path, tmp_path: Path) -> None
     assert any("torch/autograd/test_graph.py" in r.why for i in again.items for r in i.reasons)
 
 
+def test_edits_to_several_files_rank_as_a_fresh_harvest(small_repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _harvest(small_repo, cache=cache)
+    conv = small_repo / "torch/nn/modules/conv.py"
+    # Ties and near-ties with comments elsewhere: the same words, other lengths.
+    conv.write_text(
+        conv.read_text()
+        + "# TODO: remove this\n# TODO(someone): remove this\n# FIXME: investigate why?\n"
+    )
+    other = next(
+        p for p in sorted(small_repo.rglob("*.py")) if "TODO" in p.read_text() and p != conv
+    )
+    other.write_text(other.read_text().replace("TODO", "NOTE", 1))
+    (small_repo / "torch/new_module.py").write_text("# TODO: remove this\nx = 1\n")
+    edited = _harvest(small_repo, cache=cache)
+    assert edited.summary()["cache"] == "files"
+    fresh = _harvest(small_repo, cache=False)
+    assert edited.to_json()["items"] == fresh.to_json()["items"]
+    again = _harvest(small_repo, cache=cache)  # what the edit run saved
+    assert again.summary()["cache"] == "tree"
+    assert again.to_json()["items"] == fresh.to_json()["items"]
+
+
 def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = _harvest(small_repo, cache=cache)
@@ -478,7 +501,6 @@ def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_pa
     top, body = good.split(b"\n", 1)
     header = json.loads(top)
     data = json.loads(body)
-    row = next(f[6][0] for f in data["files"] if f[6])
 
     def resealed(**changes: Any) -> bytes:
         # A body changed as a hand edit would, with its digest made to match:
@@ -493,19 +515,16 @@ def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_pa
         top,  # the header alone (a torn write)
         top + b"\n" + body[: len(body) // 2],  # half the body
         # Valid JSON whose values are not what was written (a hand edit, a
-        # half-synced home): a line number as text.
-        top
-        + b"\n"
-        + body.replace(
-            b"[%s,%d," % (json.dumps(row[0]).encode(), row[1]),
-            b'[%s,"%d",' % (json.dumps(row[0]).encode(), row[1]),
-            1,
-        ),
+        # half-synced home): one comment's words changed.
+        top + b"\n" + body.replace(b"TODO", b"T0D0", 1),
         json.dumps({**header, "changed": {"a.py": "yesterday"}}).encode() + b"\n" + body,
         json.dumps({**header, "version": 2}).encode() + b"\n" + body,
         json.dumps({**header, "root": "/elsewhere"}).encode() + b"\n" + body,
         resealed(order=data["order"][:-1]),
+        resealed(order=[0] * len(data["order"])),
+        resealed(linking=[len(data["order"])]),
         resealed(files=[["x.py", "many"]]),
+        resealed(counts={}),
     ]
     for garbage in broken:
         stored.write_bytes(garbage)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,15 +76,7 @@ class HarvestResult:
 
     def summary(self) -> dict[str, Any]:
         s = self.scan
-        # One pass over thousands of items, reading the fields, not the properties.
-        tags: Counter[str] = Counter()
-        kinds: Counter[str] = Counter()
-        python = 0
-        for i in s.items:
-            form = i.form
-            tags[form.tag] += 1
-            kinds[form.kind] += 1
-            python += i.language == "python"
+        tags, kinds, python = s.counts()
         return {
             "harvested": self.total,
             "matched": self.matched,
@@ -217,13 +208,15 @@ def _md(text: str) -> str:
 
 
 def _filter(
-    items: list[Item],
+    items: Sequence[Item],
     *,
     paths: Sequence[str],
     modules: Sequence[str],
     tags: Sequence[str],
     python_only: bool,
-) -> list[Item]:
+) -> Sequence[Item]:
+    """The items that pass the filters (``items`` itself when there are none: a
+    cached result's items are built only when used)."""
     wanted_tags = {t.upper() for t in tags}
     bad = wanted_tags - set(TAGS)
     if bad:
@@ -231,6 +224,8 @@ def _filter(
             f"--tag {', '.join(sorted(bad))}: not a tag onboard harvests.",
             next_step=f"Use one of {', '.join(TAGS)}.",
         )
+    if not (paths or modules or wanted_tags or python_only):
+        return items
     norm_paths = [p.strip("/").removeprefix("./") for p in paths]
 
     def path_ok(path: str) -> bool:
@@ -287,6 +282,10 @@ def harvest(
     if limit < 0:
         raise BadInput(f"--limit {limit}: must be 0 (all) or more.")
     target = resolve_target(workspace, repo)
+    # `git status` first: it runs in its own process while the rest is checked,
+    # imported and read (a warm run's answer waits for it).
+    wants_state = cache not in (False, None) and searcher == "auto"
+    status = start_tree_state(target.root) if wants_state else None
     for path in paths:
         # A typo'd --path would otherwise look like "no TODOs here".
         rel = path.strip("/").removeprefix("./")
@@ -297,7 +296,6 @@ def harvest(
                 next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
             )
     cache_dir = _cache_dir(cache)
-    status = start_tree_state(target.root) if cache_dir is not None and searcher == "auto" else None
     from onboard.workflows.harvest import enrich, rank
     from onboard.workflows.harvest.collect import gather
 
@@ -315,26 +313,23 @@ def harvest(
     github_problem: str | None = None
     github_skipped: list[str] = []
     if enrich_results:
+        linking = _linking(matched)
         lookup = enrich.linked_issues(
-            [i for i in matched if i.form.issues or i.form.pulls],
-            token=token,
-            api_url=api_url,
-            repo=github_repo,
-            cache=cache_dir,
+            linking, token=token, api_url=api_url, repo=github_repo, cache=cache_dir
         )
         if lookup.fetched:
-            for item in matched:
+            for item in linking:
                 numbers = (*item.form.issues, *item.form.pulls)
                 item.linked = [lookup.fetched[n] for n in numbers if n in lookup.fetched]
                 if item.linked:
                     rank.score(item, None)
-            matched.sort(key=rank.sort_key)
+            matched = sorted(matched, key=rank.sort_key)
         if lookup.problem:
             github_problem = lookup.problem
             github_skipped.append(
                 f"{lookup.unchecked} linked issue(s) ranked without state and labels"
             )
-    shown = matched if limit == 0 else matched[:limit]
+    shown = list(matched) if limit == 0 else list(matched[:limit])
     for item in shown:
         item.url = target.url(item.path, item.line)
     if enrich_results and shown:
@@ -364,6 +359,15 @@ def harvest(
         "limit": limit,
     }
     return HarvestResult(s, shown, len(matched), filters, notes, found_issues, output)
+
+
+def _linking(items: Sequence[Item]) -> list[Item]:
+    """The items that name an issue or a PR (a cached result knows them unbuilt)."""
+    from onboard.workflows.harvest.collect import StoredItems
+
+    if isinstance(items, StoredItems):
+        return items.linking()
+    return [i for i in items if i.form.issues or i.form.pulls]
 
 
 def _cache_dir(cache: Path | None | bool) -> Path | None:

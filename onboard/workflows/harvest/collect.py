@@ -17,10 +17,12 @@ or with ``--no-cache``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ from onboard.report import Reporter
 from onboard.workflows.harvest import forms, rank
 from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.state import PendingState, TreeState, start_tree_state
+from onboard.workflows.harvest.stored import Counts, StoredItems, counts_of
 from onboard.workflows.harvest.tags import language
 from onboard.workflows.harvest.target import Target
 
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
     from onboard.workflows.harvest import scan
 
 # The cached result's format. Bump when lexing, parsing or scoring changes.
-SCAN_VERSION = 3
+SCAN_VERSION = 4
 # Past this many changed files, one pass over the whole tree is as quick.
 INCREMENTAL_MAX_FILES = 200
 
@@ -67,11 +70,26 @@ class Scan:
     target: Target
     searcher: str
     files: dict[str, FileResult]  # by path, sorted
-    items: list[Item]  # every harvested comment, ranked
+    items: Sequence[Item]  # every harvested comment, ranked (built when used: StoredItems)
     files_lexed: int
     files_cached: int
     seconds: dict[str, float]
     cache: str = "none"  # "tree" (whole result), "files" (changed files redone), "none"
+    # The totals (tags, kinds, Python items) of a cached result: no item built for them.
+    stored_counts: Counts | None = None
+
+    def counts(self) -> Counts:
+        """Items per tag, per kind, and how many are in Python files."""
+        return self.stored_counts if self.stored_counts is not None else counts_of(self.items)
+
+    def materialize(self) -> None:
+        """Every item built and in its file's list (a cached result builds them when
+        used): for what needs them all, such as the save."""
+        if isinstance(self.items, StoredItems):
+            for path, items in self.items.by_file().items():
+                if path in self.files and not self.files[path].items:
+                    self.files[path].items = items
+            self.items = list(self.items)
 
     def _sum(self, what: Callable[[FileResult], int]) -> int:
         return sum(what(f) for f in self.files.values())
@@ -275,8 +293,10 @@ def _reuse(
     searched = [p for p in dirty if now.changed.get(p) is not None and scan.eligible(p)]
     cands = scan.find_candidates(target.root, searcher="auto", paths=searched, name=scan_.searcher)
     tests = rank.NearbyTests(target.root)
-    files = {p: f for p, f in scan_.files.items() if p not in dirty}
+    redone = set(dirty)
+    files = {p: f for p, f in scan_.files.items() if p not in redone}
     lexed = 0
+    added: list[Item] = []
     for path, lines in cands.hits.items():
         fc = scan.lex_file(target.root, path, lines, cands.starts.get(path))
         lexed += 1
@@ -285,12 +305,35 @@ def _reuse(
             if fc is not None
             else FileResult(path, len(lines), 0, OWN, 0, False, [])
         )
+        added += files[path].items
     files = dict(sorted(files.items()))
+    # The other items keep their ranking (an edit changes only its file's items:
+    # a test file added or removed took the whole-tree path above); the new ones
+    # go where a stable sort of everything would put them.
+    items: Sequence[Item]
+    stored_counts: Counts | None = None
+    if isinstance(scan_.items, StoredItems):
+        items = scan_.items.updated(redone, added)
+        if scan_.stored_counts is not None:
+            tags, kinds, python = scan_.stored_counts
+            old_tags, old_kinds, old_python = scan_.items.counts_of_files(redone)
+            new_tags, new_kinds, new_python = counts_of(added)
+            stored_counts = (
+                tags - old_tags + new_tags,
+                kinds - old_kinds + new_kinds,
+                python - old_python + new_python,
+            )
+    else:
+        ranked = [i for i in scan_.items if i.path not in redone]
+        for item in added:
+            bisect.insort_right(ranked, item, key=rank.sort_key)
+        items = ranked
     return Scan(
         target=target,
         searcher=scan_.searcher,
         files=files,
-        items=_ranked(files.values()),
+        items=items,
+        stored_counts=stored_counts,
         files_lexed=lexed,
         files_cached=len(files) - lexed,
         seconds={"update": round(time.monotonic() - t0, 3)},
@@ -304,6 +347,7 @@ def _is_test_file(path: str) -> bool:
 
 
 def _save(result: Scan, cache: Path, state: TreeState) -> None:
+    result.materialize()
     reasons: dict[tuple[int, str], int] = {}  # most reasons repeat word for word: one table
     number: dict[int, int] = {}  # id(item) -> its place in the files' order
 
@@ -312,11 +356,15 @@ def _save(result: Scan, cache: Path, state: TreeState) -> None:
         why = [reasons.setdefault((r.points, r.why), len(reasons)) for r in i.reasons]
         return [i.id, i.line, i.end_line, i.col, i.text, list(i.form), why, i.test_file]
 
-    files = [
-        [f.path, f.hits, f.non_comment, f.kind, f.comments, f.unterminated,
-         [row(i) for i in f.items]]
-        for f in result.files.values()
-    ]  # fmt: skip
+    files = []
+    for f in result.files.values():
+        # Each file's items as one JSON text inside the JSON: a warm run parses
+        # only the files whose items it shows.
+        rows = json.dumps([row(i) for i in f.items], separators=(",", ":"))
+        files.append(
+            [f.path, f.hits, f.non_comment, f.kind, f.comments, f.unterminated, len(f.items), rows]
+        )
+    tags, kinds, python = result.counts()
     header = {
         "version": SCAN_VERSION,
         "root": str(result.target.root),
@@ -327,8 +375,12 @@ def _save(result: Scan, cache: Path, state: TreeState) -> None:
     body = {
         "reasons": [list(r) for r in reasons],
         "files": files,
-        # The ranking, stored so that a warm run does not sort again.
+        # The ranking, the items that name an issue or a PR (the only ones whose
+        # score can change without an edit) and the totals: a warm run needs no
+        # item but those it shows.
         "order": [number[id(i)] for i in result.items],
+        "linking": [number[id(i)] for i in result.items if i.form.issues or i.form.pulls],
+        "counts": {"tags": dict(tags), "kinds": dict(kinds), "python": python},
     }
     write_sealed(_cache_file(result.target, cache), header, body)
 
@@ -354,49 +406,23 @@ def _stored(target: Target, sealed: Sealed) -> tuple[TreeState, Scan] | None:
         return None
     try:
         state = TreeState(header["head"], header["changed"])
-        reasons = [rank.Reason(p, w) for p, w in data["reasons"]]
         files: dict[str, FileResult] = {}
-        flat: list[Item] = []
-        for path, hits, non_comment, kind, comments, unterminated, rows in data["files"]:
-            lang = language(path) or "c++"
-            module = rank.module_of(path)
-            items = [_item_from(path, lang, module, row, reasons) for row in rows]
-            flat += items
-            files[path] = FileResult(path, hits, non_comment, kind, comments, unterminated, items)
-        order = data["order"]
-        if len(order) != len(flat):
-            return None
+        parts: list[tuple[str, int, str]] = []
+        for path, hits, non_comment, kind, comments, unterminated, count, rows in data["files"]:
+            files[path] = FileResult(path, hits, non_comment, kind, comments, unterminated, [])
+            parts.append((path, count, rows))
+        items = StoredItems(parts, data["order"], data["linking"], data["reasons"])
+        counts = data["counts"]
         scan_ = Scan(
             target=target,
             searcher=header["searcher"],
             files=files,
-            items=[flat[n] for n in order],
+            items=items,
             files_lexed=0,
             files_cached=len(files),
             seconds={},
+            stored_counts=(Counter(counts["tags"]), Counter(counts["kinds"]), counts["python"]),
         )
         return state, scan_
     except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         return None
-
-
-def _item_from(
-    path: str, lang: str, module: str, row: list[Any], reasons: list[rank.Reason]
-) -> Item:
-    # Thousands per run, from a sealed body (``onboard.cache``): no per-field checks.
-    iid, line, end, col, text, form, why, test_file = row
-    tag, kind, owners, issues, pulls, internal, others, body = form
-    f = forms.Form(
-        tag,
-        kind,
-        tuple(owners) if owners else (),
-        tuple(issues) if issues else (),
-        tuple(pulls) if pulls else (),
-        tuple(internal) if internal else (),
-        tuple(others) if others else (),
-        body,
-    )
-    item = Item(iid, path, line, end, col, lang, module, text, f)
-    item.reasons = [reasons[n] for n in why]
-    item.test_file = test_file
-    return item
