@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -72,20 +73,52 @@ _DETACHED: set[int] = set()
 
 @contextlib.contextmanager
 def reaping() -> Iterator[Reaper]:
-    """Stop, when the block ends, every process started under it that still runs."""
+    """Stop, when the block ends, every process started under it that still runs;
+    then, after a normal end, start the work left for after it (``detach_after_run``)."""
     reaper = Reaper()
-    if os.environ.get(RUN_ENV):
-        yield reaper  # an onboard further up (the one that started us) reaps for both
-        return
-    token = os.urandom(8).hex()  # (not `secrets`: the same bytes, a slower import)
-    os.environ[RUN_ENV] = token
-    started = _started[0]
+    _runs[0] += 1
     try:
-        yield reaper
+        if os.environ.get(RUN_ENV):
+            yield reaper  # an onboard further up (the one that started us) reaps for both
+            return
+        token = os.urandom(8).hex()  # (not `secrets`: the same bytes, a slower import)
+        os.environ[RUN_ENV] = token
+        started = _started[0]
+        try:
+            yield reaper
+        finally:
+            os.environ.pop(RUN_ENV, None)
+            if _started[0] != started:
+                kill_marked(token, keep=_DETACHED if reaper.finished else frozenset())
+    except BrokenPipeError:
+        reaper.finished = True  # the reader stopped reading: the run's work is done
+        raise
     finally:
-        os.environ.pop(RUN_ENV, None)
-        if _started[0] != started:
-            kill_marked(token, keep=_DETACHED if reaper.finished else frozenset())
+        _runs[0] -= 1
+        later, _after_run[:] = _after_run[:], []
+        if reaper.finished and later:
+            # The answer is out first: whatever is buffered goes before the fork.
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            for work in later:
+                if not detach(work):
+                    work()
+
+
+_runs = [0]  # open `reaping` blocks
+_after_run: list[Callable[[], None]] = []
+
+
+def detach_after_run(work: Callable[[], None]) -> None:
+    """``detach(work)`` once this run has answered and cleaned up (the end of its
+    ``reaping`` block), or now outside a run; ``work`` itself where it cannot be
+    detached. After the answer, the copy's memory is no longer the one this
+    process is still touching (a fork shares pages until either writes them)."""
+    if _runs[0]:
+        _after_run.append(work)
+    elif not detach(work):
+        work()
 
 
 def marked(token: str, *, name: str = RUN_ENV) -> list[int]:

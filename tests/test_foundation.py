@@ -280,3 +280,24 @@ def test_status_lists_the_files_of_untracked_folders_as_git_does(tmp_path: Path)
     assert sorted(paths) == expected == [
         "[odd]/d.py", "kept.py", "new/a.py", "new/deep/b.py", "o/e.py",
     ]  # fmt: skip
+
+
+def test_work_left_for_after_the_run_starts_only_once_it_has_answered(tmp_path: Path) -> None:
+    import time
+
+    done = tmp_path / "done"
+    with proc.reaping() as reaper:
+        proc.detach_after_run(lambda: done.write_text("written"))
+        assert not done.exists()  # not while the run is still answering
+        reaper.finished = True
+    for _ in range(200):  # a detached copy writes it (or this process, where it cannot fork)
+        if done.exists():
+            break
+        time.sleep(0.05)
+    assert done.read_text() == "written"
+
+    skipped = tmp_path / "skipped"
+    with proc.reaping():  # interrupted: `finished` is never set
+        proc.detach_after_run(lambda: skipped.write_text("written"))
+    time.sleep(0.3)
+    assert not skipped.exists()

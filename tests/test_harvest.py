@@ -654,6 +654,31 @@ def test_the_cli_writes_a_changed_result_after_answering(small_repo: Path, tmp_p
     assert not list((tmp_path / "xdg").rglob("*.tmp*"))  # no half-written file left
 
 
+def test_a_reader_that_stops_early_still_leaves_the_result_cached(
+    small_repo: Path, tmp_path: Path
+) -> None:
+    """`onboard harvest | head -1`: the pipe closes under the answer, which is a
+    normal end (exit 0), and the result is still written for the next run. (`true`
+    reads nothing and exits at once: the write always finds the pipe closed.)"""
+    ws_root = _workspace(tmp_path, small_repo, reference=True)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    shell = f"{sys.executable} -m onboard harvest --offline --limit 0 --markdown | true"
+    head = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell], cwd=ws_root, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert head.returncode == 0, head.stderr
+    assert head.stdout == "" and "Traceback" not in head.stderr
+    for _ in range(200):  # the file itself: a harvest run would write it too
+        if list((tmp_path / "xdg").rglob("tree-*.json")):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the result was not cached")
+    again = _onboard("harvest", "--json", "--offline", cwd=ws_root, env=env)
+    assert json.loads(again.stdout)["summary"]["cache"] == "tree"
+
+
 def test_cli_without_a_tree_is_one_paragraph(tmp_path: Path) -> None:
     empty = tmp_path / "nothing"
     empty.mkdir()

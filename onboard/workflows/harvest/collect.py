@@ -141,12 +141,14 @@ def gather(
     ``status``: ``state.tree_state`` already running (started before this module
     was imported, so that `git status` and the imports overlap).
     ``save_in_background``: a changed result is written to the cache by a detached
-    copy of this process while this one prints it (``proc.detach``), not before.
+    copy of this process once this run has answered (``proc.detach_after_run``).
     """
 
     def save(result: Scan, state: TreeState) -> None:
         assert cache is not None
-        if not (save_in_background and proc.detach(lambda: _save(result, cache, state))):
+        if save_in_background:
+            proc.detach_after_run(lambda: _save(result, cache, state))
+        else:
             _save(result, cache, state)
 
     t0 = time.monotonic()
