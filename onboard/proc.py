@@ -95,7 +95,9 @@ def reaping() -> Iterator[Reaper]:
         raise
     finally:
         _runs[0] -= 1
-        later, _after_run[:] = _after_run[:], []
+        later: list[Callable[[], None]] = []
+        if not _runs[0]:  # the outermost block: the run itself ends here
+            later, _after_run[:] = _after_run[:], []
         if reaper.finished and later:
             # The answer is out first: whatever is buffered goes before the fork.
             for stream in (sys.stdout, sys.stderr):

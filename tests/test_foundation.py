@@ -301,3 +301,17 @@ def test_work_left_for_after_the_run_starts_only_once_it_has_answered(tmp_path: 
         proc.detach_after_run(lambda: skipped.write_text("written"))
     time.sleep(0.3)
     assert not skipped.exists()
+
+    nested = tmp_path / "nested"
+    with proc.reaping() as outer:
+        with proc.reaping() as inner:  # a block inside the run is not its end
+            proc.detach_after_run(lambda: nested.write_text("written"))
+            inner.finished = True
+        time.sleep(0.3)
+        assert not nested.exists()
+        outer.finished = True
+    for _ in range(200):
+        if nested.exists():
+            break
+        time.sleep(0.05)
+    assert nested.read_text() == "written"

@@ -363,7 +363,7 @@ def harvest(
 
 def _linking(items: Sequence[Item]) -> list[Item]:
     """The items that name an issue or a PR (a cached result knows them unbuilt)."""
-    from onboard.workflows.harvest.collect import StoredItems
+    from onboard.workflows.harvest.stored import StoredItems
 
     if isinstance(items, StoredItems):
         return items.linking()
