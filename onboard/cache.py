@@ -240,13 +240,17 @@ def read_valid(path: Path, shape: Any) -> dict[str, Any]:
 
 def write_json(path: Path, data: dict[str, Any], *, compact: bool = False) -> None:
     """Replace the file atomically (readers never see half a file); errors are ignored."""
+    separators = (",", ":") if compact else None
+    _replace(path, json.dumps(data, separators=separators).encode())
+
+
+def _replace(path: Path, data: bytes) -> None:
     from onboard import files
 
-    separators = (",", ":") if compact else None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Beside the target, removed on any failure (a full disk included).
-        files.write_bytes(path, json.dumps(data, separators=separators).encode(), journal=False)
+        files.write_bytes(path, data, journal=False)
     except OSError:
         pass
 
@@ -270,15 +274,9 @@ def _digest(body: bytes) -> str:
 
 def write_sealed(path: Path, header: dict[str, Any], body: Any) -> None:
     """Replace ``path`` atomically with ``header`` and ``body`` (errors ignored)."""
-    from onboard import files
-
     raw = json.dumps(body, separators=(",", ":")).encode()
     top = json.dumps({**header, DIGEST_KEY: _digest(raw)}, separators=(",", ":")).encode()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        files.write_bytes(path, top + b"\n" + raw, journal=False)
-    except OSError:
-        pass
+    _replace(path, top + b"\n" + raw)
 
 
 class Sealed:

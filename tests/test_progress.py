@@ -73,3 +73,17 @@ def test_harvest_cold_run_reports_progress_in_a_log(tmp_path: Path) -> None:
     )
     assert as_json.returncode == 0 and as_json.stderr == ""
     assert as_json.stdout.lstrip().startswith("{")
+
+
+def test_the_kernel_index_ends_with_every_file_counted(tmp_path: Path) -> None:
+    from onboard.workflows.opsource import kernels
+
+    native = tmp_path / "aten/src/ATen/native"
+    native.mkdir(parents=True)
+    for n in range(3):
+        (native / f"K{n}.cpp").write_text(f"TORCH_IMPL_FUNC(op{n}_out) () {{}}\n")
+    reporter, out = _reporter()
+    index = kernels._build(tmp_path, reporter)
+    assert len(index["macros"]) == 3
+    last = out.getvalue().splitlines()[-1]
+    assert "Indexing ATen kernels" in last and "done in" in last and last.endswith("3/3")

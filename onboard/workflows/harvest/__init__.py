@@ -282,10 +282,10 @@ def harvest(
     if limit < 0:
         raise BadInput(f"--limit {limit}: must be 0 (all) or more.")
     target = resolve_target(workspace, repo)
+    cache_dir = _cache_dir(cache)
     # `git status` first: it runs in its own process while the rest is checked,
     # imported and read (a warm run's answer waits for it).
-    wants_state = cache not in (False, None) and searcher == "auto"
-    status = start_tree_state(target.root) if wants_state else None
+    status = start_tree_state(target.root) if cache_dir is not None and searcher == "auto" else None
     for path in paths:
         # A typo'd --path would otherwise look like "no TODOs here".
         rel = path.strip("/").removeprefix("./")
@@ -295,7 +295,6 @@ def harvest(
                 f"--path {path}: there is no such file or folder in {target.root}.",
                 next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
             )
-    cache_dir = _cache_dir(cache)
     from onboard.workflows.harvest import enrich, rank
     from onboard.workflows.harvest.collect import gather
 

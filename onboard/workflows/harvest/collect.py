@@ -17,7 +17,6 @@ or with ``--no-cache``.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import time
@@ -312,30 +311,21 @@ def _reuse(
     # The other items keep their ranking (an edit changes only its file's items:
     # a test file added or removed took the whole-tree path above); the new ones
     # go where a stable sort of everything would put them.
-    items: Sequence[Item]
-    stored_counts: Counts | None = None
-    if isinstance(scan_.items, StoredItems):
-        items = scan_.items.updated(redone, added)
-        if scan_.stored_counts is not None:
-            tags, kinds, python = scan_.stored_counts
-            old_tags, old_kinds, old_python = scan_.items.counts_of_files(redone)
-            new_tags, new_kinds, new_python = counts_of(added)
-            stored_counts = (
-                tags - old_tags + new_tags,
-                kinds - old_kinds + new_kinds,
-                python - old_python + new_python,
-            )
-    else:
-        ranked = [i for i in scan_.items if i.path not in redone]
-        for item in added:
-            bisect.insort_right(ranked, item, key=rank.sort_key)
-        items = ranked
+    stored = scan_.items
+    assert isinstance(stored, StoredItems) and scan_.stored_counts is not None  # from _stored
+    tags, kinds, python = scan_.stored_counts
+    old_tags, old_kinds, old_python = stored.counts_of_files(redone)
+    new_tags, new_kinds, new_python = counts_of(added)
     return Scan(
         target=target,
         searcher=scan_.searcher,
         files=files,
-        items=items,
-        stored_counts=stored_counts,
+        items=stored.updated(redone, added),
+        stored_counts=(
+            tags - old_tags + new_tags,
+            kinds - old_kinds + new_kinds,
+            python - old_python + new_python,
+        ),
         files_lexed=lexed,
         files_cached=len(files) - lexed,
         seconds={"update": round(time.monotonic() - t0, 3)},

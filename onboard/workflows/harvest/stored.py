@@ -146,15 +146,10 @@ class StoredItems(Sequence[Item]):
             return self._added[n - self._stored]
         item = self._built.get(n)
         if item is None:
+            # A file's items are built together: a file holds a few, and its rows
+            # are parsed as one text anyway.
             number = bisect.bisect_right(self._starts, n) - 1
-            path, _count, text = self._files[number]
-            rows = self._rows.get(number)
-            if rows is None:
-                rows = self._rows[number] = json.loads(text)
-            lang = language(path) or "c++"
-            item = item_from(path, lang, rank.module_of(path), rows[n - self._starts[number]],
-                             self._reasons)  # fmt: skip
-            self._built[n] = item
+            item = self._file_items(number)[n - self._starts[number]]
         return item
 
 

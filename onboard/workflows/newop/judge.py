@@ -14,7 +14,6 @@ new op's. What cannot be checked here is said so.
 from __future__ import annotations
 
 import re
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +39,8 @@ from onboard.workflows.newop.toolchain import (
     Env,
     compile_child,
     kernel_unit,
-    locate_env,
     nvcc_step,
+    workspace_env,
 )
 from onboard.workflows.newop.verify import COMPILE_STEP, compile_failure, job_status
 
@@ -305,9 +304,7 @@ class _Judge:
 
 def judge_op(ws: Workspace, name: str, *, reporter: Reporter | None = None) -> OpVerification:
     """Judge the practice kernel of ``name`` in the workspace checkout."""
-    neutral = ws.root / ".onboard"
-    neutral.mkdir(parents=True, exist_ok=True)
-    env = locate_env(ws.python or sys.executable, neutral)
+    env = workspace_env(ws)
     return _Judge(ws, name, reporter or Reporter(), env).run()
 
 

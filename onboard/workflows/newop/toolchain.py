@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.render import render
+
+if TYPE_CHECKING:
+    from onboard.workspace import Workspace
+
 from onboard.workflows.newop.steps import (
     FAILED,
     NOT_CHECKED,
@@ -56,6 +61,14 @@ class Env:
     python: str
     torch_dir: Path
     torchgen_dir: Path
+
+
+def workspace_env(ws: Workspace) -> Env:
+    """The torch and torchgen of the workspace's interpreter, asked from its own
+    folder (never the checkout, whose torch/ would shadow the installed one)."""
+    neutral = ws.root / ".onboard"
+    neutral.mkdir(parents=True, exist_ok=True)
+    return locate_env(ws.python or sys.executable, neutral)
 
 
 def locate_env(python: str, cwd: Path) -> Env:

@@ -28,7 +28,6 @@ the compile is incremental (ninja), so a warm verify reruns only the numerics.
 from __future__ import annotations
 
 import re
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,9 +53,9 @@ from onboard.workflows.newop.toolchain import (
     Env,
     compile_child,
     kernel_unit,
-    locate_env,
     nvcc_step,
     stub_shim,
+    workspace_env,
 )
 
 if TYPE_CHECKING:
@@ -433,9 +432,7 @@ def compile_failure(
 def verify_op(ws: Workspace, name: str, *, reporter: Reporter | None = None) -> OpVerification:
     """Verify one scaffolded op in the workspace checkout."""
     reporter = reporter or Reporter()
-    neutral = ws.root / ".onboard"
-    neutral.mkdir(parents=True, exist_ok=True)
-    env = locate_env(ws.python or sys.executable, neutral)
+    env = workspace_env(ws)
     return _OpCheck(ws, name, reporter, env).run()
 
 

@@ -76,6 +76,7 @@ def _build(root: Path, reporter: Reporter) -> dict[str, Any]:
                 defs.setdefault(name, []).extend([rel, ln] for ln in lines)
             if i % 500 == 0:
                 task.update(completed=i, detail=rel)
+        task.update(completed=len(files))
     return {
         "fingerprint": cache.folder_fingerprint(folders),
         "folders": [str(f) for f in folders],
