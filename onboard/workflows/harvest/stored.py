@@ -127,29 +127,30 @@ class StoredItems(Sequence[Item]):
         )
 
     def _file_items(self, number: int) -> list[Item]:
-        path, count, text = self._files[number]
-        rows = self._rows.get(number)
-        if rows is None:
-            rows = self._rows[number] = json.loads(text)
-        lang, module = language(path) or "c++", rank.module_of(path)
-        built = self._built
-        items = []
-        for n, row in enumerate(rows, self._starts[number]):
-            item = built.get(n)
-            if item is None:
-                item = built[n] = item_from(path, lang, module, row, self._reasons)
-            items.append(item)
-        return items
+        start = self._starts[number]
+        return [self._built_at(number, n) for n in range(start, start + self._files[number][1])]
 
     def _item(self, n: int) -> Item:
         if n >= self._stored:
             return self._added[n - self._stored]
         item = self._built.get(n)
         if item is None:
-            # A file's items are built together: a file holds a few, and its rows
-            # are parsed as one text anyway.
-            number = bisect.bisect_right(self._starts, n) - 1
-            item = self._file_items(number)[n - self._starts[number]]
+            item = self._built_at(bisect.bisect_right(self._starts, n) - 1, n)
+        return item
+
+    def _built_at(self, number: int, n: int) -> Item:
+        """Stored item ``n``, of file ``number``: built once (the file's rows are
+        parsed when the first of its items is asked for)."""
+        item = self._built.get(n)
+        if item is None:
+            path, _count, text = self._files[number]
+            rows = self._rows.get(number)
+            if rows is None:
+                rows = self._rows[number] = json.loads(text)
+            item = self._built[n] = item_from(
+                path, language(path) or "c++", rank.module_of(path),
+                rows[n - self._starts[number]], self._reasons,
+            )  # fmt: skip
         return item
 
 
