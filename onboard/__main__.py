@@ -1,4 +1,4 @@
-from onboard.cli import main
+from onboard.entry import main
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,6 @@ GitPython nor PyGithub (measured by ``nox -s bench``).
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
@@ -57,6 +56,7 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from onboard.crash import run_cli
+    """The entry point (``onboard.entry.main``), kept under its older name."""
+    from onboard.entry import main as entry_main
 
-    sys.exit(run_cli(cli, argv))
+    entry_main(argv)

@@ -12,13 +12,21 @@ import errno
 import json
 import os
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-
-import click
+from typing import TYPE_CHECKING
 
 from onboard import __version__, signals
 from onboard.errors import OnboardError
 from onboard.signals import Terminated
+
+# Click is imported once the run is under way (``_run``), so that a command's
+# head start (``onboard.headstart``) begins before that import does.
+if TYPE_CHECKING:
+    import click
+
+    CommandOrLoader = click.Command | Callable[[], click.Command]
 
 __all__ = ["Terminated", "run_cli", "write_crash_log", "state_dir"]
 
@@ -44,30 +52,49 @@ def _wants_json(argv: list[str]) -> bool:
 
 def _json_error(args: list[str], kind: str, message: str, next_step: str | None, code: int) -> None:
     """With --json, every way out leaves exactly one JSON object on stdout."""
+    import click
+
     if _wants_json(args):
         error = {"kind": kind, "message": message, "next_step": next_step, "exit_code": code}
         click.echo(json.dumps({"ok": False, "error": error}, indent=2))
 
 
-def _usage_next_step(exc: click.ClickException) -> str:
+def _usage_next_step(exc: click.ClickException) -> str:  # (Click is loaded by then)
     ctx = getattr(exc, "ctx", None)
     path = ctx.command_path if ctx is not None else "onboard"
     return f"Run `{path} --help` for the options."
 
 
-def run_cli(cli: click.Command, argv: list[str] | None) -> int:
+def run_cli(
+    cli: CommandOrLoader,
+    argv: list[str] | None,
+    *,
+    head_start: Callable[[list[str]], AbstractContextManager[object]] | None = None,
+) -> int:
+    """Run the CLI (a Click command, or a function that imports and returns it) on
+    ``argv`` and return the exit code. ``head_start(args)``: a block around the
+    run that may start child processes from the bare arguments first (under the
+    run's signal handlers and reaping, like every child)."""
     from onboard import proc
 
     args = list(sys.argv[1:] if argv is None else argv)
     signals.reset()
     try:
-        with signals.handlers(), proc.reaping() as reaper:
-            code = _run(cli, args)
+        with signals.handlers(), proc.reaping() as reaper, contextlib.ExitStack() as ahead:
+            try:
+                if head_start is not None:
+                    ahead.enter_context(head_start(args))
+            except KeyboardInterrupt:  # Ctrl-C before Click was even imported
+                code = _interrupted(args)
+            else:
+                code = _run(cli, args)
             reaper.finished = code != EXIT_INTERRUPT
     except BrokenPipeError:
         code = _closed_pipe()
     late = signals.late_signal()
     if late is not None:
+        import click
+
         with contextlib.suppress(OSError):
             click.echo(
                 "note: an interrupt arrived after the work was complete; nothing was undone.",
@@ -76,18 +103,19 @@ def run_cli(cli: click.Command, argv: list[str] | None) -> int:
     return code
 
 
-def _run(cli: click.Command, args: list[str]) -> int:
+def _run(cli: CommandOrLoader, args: list[str]) -> int:
+    import click
+
     try:
-        result = cli.main(args=args, prog_name="onboard", standalone_mode=False)
+        command = cli if isinstance(cli, click.Command) else cli()
+        result = command.main(args=args, prog_name="onboard", standalone_mode=False)
     except BrokenPipeError:
         raise
     except OnboardError as exc:
         _report(exc, args)
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        _json_error(args, "Interrupted", "Interrupted.", None, EXIT_INTERRUPT)
-        click.echo("Interrupted.", err=True)
-        return EXIT_INTERRUPT
+        return _interrupted(args)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except SystemExit:
@@ -111,6 +139,14 @@ def _run(cli: click.Command, args: list[str]) -> int:
         return _bug(exc, args)
     # Commands return their exit status (doctor: 1 when a finding needs action).
     return int(result) if isinstance(result, int) else EXIT_OK
+
+
+def _interrupted(args: list[str]) -> int:
+    import click
+
+    _json_error(args, "Interrupted", "Interrupted.", None, EXIT_INTERRUPT)
+    click.echo("Interrupted.", err=True)
+    return EXIT_INTERRUPT
 
 
 # The disk or the permissions of the user's machine, not a bug in onboard: said
@@ -151,12 +187,16 @@ def _bug(exc: BaseException, args: list[str]) -> int:
         f"onboard, not in your setup. The traceback and versions are in {log}; please attach "
         "that file when you report it."
     )
+    import click
+
     _json_error(args, "Bug", message, None, EXIT_BUG)
     click.echo(message, err=True)
     return EXIT_BUG
 
 
 def _report(exc: OnboardError, args: list[str]) -> None:
+    import click
+
     if _wants_json(args):
         click.echo(json.dumps({"ok": False, "error": exc.to_json()}, indent=2))
     click.echo(f"Error: {exc.paragraph()}", err=True)

@@ -9,14 +9,13 @@ a header comment.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import proc, signals
+from onboard import lazy_re, proc, signals
 from onboard.errors import BadInput, OnboardError, ProcTimeout
 
 
@@ -155,7 +154,7 @@ def log_subjects(repo: str | os.PathLike[str], revs: Sequence[str]) -> list[str]
 # `onboard setup`: a fresh repository holding exactly one commit (PYTORCH_FACTS:
 # "GitHub serves fetch-by-sha", the way tools/nightly.py checks out a commit).
 
-_SIZE_RE = re.compile(r"([\d.]+)\s*([KMGT]?i?B)\b")
+_SIZE_RE = lazy_re.compile(r"([\d.]+)\s*([KMGT]?i?B)\b")
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 
 
@@ -563,7 +562,7 @@ def bisect_mark(repo: str | os.PathLike[str], term: str, rev: str | None = None)
     return git(repo, *args, *([rev] if rev else []), check=False, timeout=None)
 
 
-_HELPER_STATE = re.compile(r'git bisect--helper (--bisect-state|state) "\$cmd" "\$@"')
+_HELPER_STATE = lazy_re.compile(r'git bisect--helper (--bisect-state|state) "\$cmd" "\$@"')
 _HELPER_ANY = 'git bisect--helper "$cmd" "$@"'
 _SCRIPT: list[str] = []
 
@@ -734,42 +733,79 @@ def status_v2(
     Paths are files, relative to the top of the work tree; renames come as a
     delete and an add. None when git cannot say (not a repository, git failed).
     """
-    # Untracked folders are listed as folders first and only those are walked
-    # file by file: `--untracked-files=all` over a whole PyTorch checkout costs
-    # about half again as much, and nearly always finds no untracked folder.
-    found = _status_entries(repo, "normal", (), timeout)
-    if found is None:
-        return None
-    head, paths = found
-    folders = [p for p in paths if p.endswith("/")]
-    if folders:
-        inside = _status_entries(repo, "all", folders, timeout)
-        if inside is None:
+    return start_status_v2(repo, timeout=timeout).result()
+
+
+class PendingStatus:
+    """``status_v2`` started now: git works on while the caller does other things;
+    ``result()`` waits for it (``stop()`` when the answer is no longer wanted)."""
+
+    def __init__(self, repo: str | os.PathLike[str], timeout: float) -> None:
+        self._repo = repo
+        self._timeout = timeout
+        # Untracked folders are listed as folders first and only those are walked
+        # file by file: `--untracked-files=all` over a whole PyTorch checkout costs
+        # about half again as much, and nearly always finds no untracked folder.
+        self._running = _start_status(repo, "normal", (), timeout)
+
+    def result(self) -> tuple[str | None, list[str]] | None:
+        found = _status_entries(self._running.result())
+        if found is None:
             return None
-        paths = sorted({p for p in paths if not p.endswith("/")} | set(inside[1]))
-    return head, paths
+        head, paths = found
+        folders = [p for p in paths if p.endswith("/")]
+        if folders:
+            inside = _status_entries(
+                _start_status(self._repo, "all", folders, self._timeout).result()
+            )
+            if inside is None:
+                return None
+            paths = sorted({p for p in paths if not p.endswith("/")} | set(inside[1]))
+        return head, paths
+
+    @property
+    def pid(self) -> int:
+        return self._running.pid
+
+    def stop(self) -> None:
+        self._running.stop()
 
 
-def _status_entries(
+def start_status_v2(repo: str | os.PathLike[str], *, timeout: float = 120) -> PendingStatus:
+    return PendingStatus(repo, timeout)
+
+
+def _start_status(
     repo: str | os.PathLike[str], untracked: str, pathspec: Sequence[str], timeout: float
-) -> tuple[str | None, list[str]] | None:
-    result = git(
-        repo,
-        # (Not --no-optional-locks: git then never writes back the stat data it
-        # refreshed, and a tree written in the same second as its index, as a
-        # fresh checkout is, has every file re-read on every call.)
-        "status",
-        "--porcelain=v2",
-        "-z",
-        "--branch",
-        "--no-ahead-behind",
-        f"--untracked-files={untracked}",
-        "--no-renames",
-        "--ignore-submodules=dirty",
-        *(["--", *(f":(literal){p}" for p in pathspec)] if pathspec else []),
+) -> proc.Running:
+    # Not under ``signals.critical`` as other git calls are: status changes nothing
+    # but git's stat cache, and git removes its index.lock on the SIGTERM that
+    # stopping it sends.
+    return proc.start(
+        [
+            "git",
+            "-C",
+            os.fspath(repo),
+            # (Not --no-optional-locks: git then never writes back the stat data it
+            # refreshed, and a tree written in the same second as its index, as a
+            # fresh checkout is, has every file re-read on every call.)
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--branch",
+            "--no-ahead-behind",
+            f"--untracked-files={untracked}",
+            "--no-renames",
+            "--ignore-submodules=dirty",
+            *(["--", *(f":(literal){p}" for p in pathspec)] if pathspec else []),
+        ],
         check=False,
         timeout=timeout,
+        what="`git status`",
     )
+
+
+def _status_entries(result: proc.Result) -> tuple[str | None, list[str]] | None:
     if result.returncode != 0:
         return None
     head: str | None = None

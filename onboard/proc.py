@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from onboard import signals
 from onboard.errors import OnboardError, ProcError, ProcTimeout
@@ -175,6 +175,8 @@ def environ(extra: Mapping[str, str] | None = None, *, drop: Sequence[str] = ())
 
 
 def which(name: str) -> str | None:
+    import shutil  # (here: with bz2 and lzma it weighs on every start, and few runs look)
+
     return shutil.which(name)
 
 
@@ -220,8 +222,8 @@ def _lower_autogroup(pid: int) -> None:
 def _niced(argv: list[str]) -> list[str]:
     """``argv`` under ``nice``, when both ``nice`` and the program are there (a missing
     program must still fail as itself, not as nice's exit 127)."""
-    nice = shutil.which("nice")
-    if nice is None or shutil.which(argv[0]) is None:
+    nice = which("nice")
+    if nice is None or which(argv[0]) is None:
         return argv
     return [nice, "-n", str(BACKGROUND_NICE), *argv]
 
@@ -250,19 +252,54 @@ def run(
     ``background``: work that runs beside the step a user waits on (verify's nvcc
     beside its CPU compile) runs under ``nice``, it and every process it starts.
     """
+    return start(
+        args,
+        cwd=cwd,
+        env=env,
+        extra_env=extra_env,
+        timeout=timeout,
+        check=check,
+        input=input,
+        what=what,
+        next_step=next_step,
+        starts_daemon=starts_daemon,
+        background=background,
+    ).result()
+
+
+def start(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+    input: str | bytes | None = None,
+    what: str | None = None,
+    next_step: str | None = None,
+    starts_daemon: bool = False,
+    background: bool = False,
+) -> Running:
+    """``run``, started now and waited for at ``Running.result()``.
+
+    For a command whose answer is needed later in the run (harvest's `git
+    status` while its cache is read): the child works on another core, with no
+    thread of ours competing for the interpreter meanwhile. ``timeout`` counts
+    from the start. A run that ends without asking for the result (an error,
+    Ctrl-C) leaves the child to ``reaping``, like any other."""
     binary = isinstance(input, bytes)
     argv = [os.fspath(a) for a in args]
     launch = _niced(argv) if background else argv
     full_env = _marked_env(dict(env) if env is not None else environ())
     if extra_env:
         full_env.update(extra_env)
-    child = full_env[CHILD_ENV]
     if starts_daemon:
         full_env.pop(RUN_ENV, None)
-    start = time.monotonic()
+    began = time.monotonic()
     _started[0] += 1
     try:
-        proc = subprocess.Popen(
+        popen = subprocess.Popen(
             launch,
             cwd=os.fspath(cwd) if cwd is not None else None,
             env=full_env,
@@ -276,34 +313,90 @@ def run(
     except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
         raise _cannot_start(argv, cwd, exc) from exc
     if background:
-        _lower_autogroup(proc.pid)
-    try:
-        out, err = _text(*proc.communicate(input=input, timeout=timeout))
-    except subprocess.TimeoutExpired:
-        _kill_group(proc, child)
-        out, err = _text(*proc.communicate())
-        raise ProcTimeout(
-            f"{what or 'The command'} did not finish within {timeout:g} s and was stopped.",
-            args=argv,
-            returncode=None,
-            stdout=out or "",
-            stderr=err or "",
-            next_step=next_step,
-        ) from None
-    except BaseException:
-        _kill_group(proc, child)
-        raise
-    result = Result(tuple(argv), proc.returncode, out or "", err or "", time.monotonic() - start)
-    if check and proc.returncode != 0:
-        raise ProcError(
-            f"{what or 'The command'} failed (exit {proc.returncode}): {_last_line(err or out)}",
-            args=argv,
-            returncode=proc.returncode,
-            stdout=out or "",
-            stderr=err or "",
-            next_step=next_step,
+        _lower_autogroup(popen.pid)
+    return Running(popen, argv, full_env[CHILD_ENV], began, timeout, check, input, what, next_step)
+
+
+class Running:
+    """A command ``start`` started: ``result()`` waits for it and reads its output."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[Any],
+        argv: list[str],
+        child: str,
+        began: float,
+        timeout: float | None,
+        check: bool,
+        input: str | bytes | None,
+        what: str | None,
+        next_step: str | None,
+    ) -> None:
+        self._popen = popen
+        self.argv = argv
+        self._child = child
+        self._began = began
+        self._timeout = timeout
+        self._check = check
+        self._input = input
+        self._what = what
+        self._next_step = next_step
+        self._result: Result | None = None
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def result(self) -> Result:
+        """The finished command (the same object when asked again); ``ProcError`` on a
+        non-zero exit with ``check``, ``ProcTimeout`` past the timeout (it is stopped)."""
+        if self._result is not None:
+            return self._result
+        popen, argv = self._popen, self.argv
+        left = None
+        if self._timeout is not None:
+            left = max(0.0, self._timeout - (time.monotonic() - self._began))
+        try:
+            out, err = _text(*popen.communicate(input=self._input, timeout=left))
+        except subprocess.TimeoutExpired:
+            _kill_group(popen, self._child)
+            out, err = _text(*popen.communicate())
+            raise ProcTimeout(
+                f"{self._what or 'The command'} did not finish within {self._timeout:g} s "
+                "and was stopped.",
+                args=argv,
+                returncode=None,
+                stdout=out or "",
+                stderr=err or "",
+                next_step=self._next_step,
+            ) from None
+        except BaseException:
+            _kill_group(popen, self._child)
+            raise
+        result = Result(
+            tuple(argv), popen.returncode, out or "", err or "", time.monotonic() - self._began
         )
-    return result
+        if self._check and popen.returncode != 0:
+            raise ProcError(
+                f"{self._what or 'The command'} failed (exit {popen.returncode}): "
+                f"{_last_line(err or out)}",
+                args=argv,
+                returncode=popen.returncode,
+                stdout=out or "",
+                stderr=err or "",
+                next_step=self._next_step,
+            )
+        self._result = result
+        return result
+
+    def stop(self) -> None:
+        """Stop the command when it is still running, with its process group: SIGTERM
+        first, so that a git holding ``index.lock`` removes it (SIGKILL would leave
+        it, and every later git command in that checkout would refuse to run)."""
+        if self._result is None and self._popen.poll() is None:
+            _kill_group(self._popen, self._child)
+        with contextlib.suppress(OSError, ValueError):
+            self._popen.communicate()
 
 
 def stream(

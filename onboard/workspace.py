@@ -145,6 +145,14 @@ def find(
     explicit: str | os.PathLike[str] | None = None, start: Path | None = None
 ) -> Workspace | None:
     """The workspace named by ``explicit`` / ONBOARD_WORKSPACE, or the one above ``start``."""
+    folder = locate(explicit, start)
+    return _opened(folder) if folder is not None else None
+
+
+def locate(
+    explicit: str | os.PathLike[str] | None = None, start: Path | None = None
+) -> Path | None:
+    """The folder ``find`` opens, not opened (no rollback of a run that died there)."""
     named = explicit or os.environ.get("ONBOARD_WORKSPACE")
     if named:
         folder = Path(named).expanduser().resolve()
@@ -164,11 +172,11 @@ def find(
                 + ", or create one with `onboard setup DIR --from-wheel` (offline) or "
                 "`onboard setup DIR`.",
             )
-        return _opened(folder)
+        return folder
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / CONFIG_NAME).is_file():
-            return _opened(folder)
+            return folder
     return None
 
 

@@ -5,7 +5,6 @@ built from the installed wheel checked against an independent count."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import json
 import os
@@ -14,6 +13,7 @@ import subprocess
 import sys
 import time
 import tokenize
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from fixtures.github_api import GitHubAPI
 from fixtures.pytorch_repo import find_package_dir, find_torch_dir
 
 from onboard import workspace as ws_mod
+from onboard.cache import DIGEST_KEY
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows import harvest as hv
 from onboard.workflows.harvest import enrich, forms, lexer, rank, scan
@@ -499,15 +500,18 @@ def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_pa
     (stored,) = cache.glob("tree-*.json")
     good = stored.read_bytes()
     top, body = good.split(b"\n", 1)
+    line, attachment = body.split(b"\n", 1)
     header = json.loads(top)
-    data = json.loads(body)
+    data = json.loads(line)
 
-    def resealed(**changes: Any) -> bytes:
+    def resealed(attached: bytes = attachment, **changes: Any) -> bytes:
         # A body changed as a hand edit would, with its digest made to match:
         # what the header says must still be checked.
-        raw = json.dumps({**data, **changes}).encode()
-        digest = hashlib.sha1(raw).hexdigest()
-        return json.dumps({**header, "body_sha1": digest}).encode() + b"\n" + raw
+        raw = json.dumps({**data, **changes}).encode() + b"\n" + attached
+        digest = f"{zlib.crc32(raw):08x}"
+        return json.dumps({**header, DIGEST_KEY: digest}).encode() + b"\n" + raw
+
+    first_file = data["files"][0]
 
     broken: list[bytes] = [
         b"not json {",
@@ -525,6 +529,11 @@ def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_pa
         resealed(linking=[len(data["order"])]),
         resealed(files=[["x.py", "many"]]),
         resealed(counts={}),
+        resealed(linked=data["linked"][:-1]),
+        # The rows of the files are not where the body says they are.
+        resealed(attachment[:-1]),
+        resealed(attachment + b" "),
+        resealed(files=[[*first_file[:7], first_file[7] + 1, first_file[8]], *data["files"][1:]]),
     ]
     for garbage in broken:
         stored.write_bytes(garbage)

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from onboard import headstart
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
-from onboard.workflows.harvest.state import start_tree_state
 from onboard.workflows.harvest.tags import TAGS
 from onboard.workflows.harvest.target import Target, resolve_target
+from onboard.worktree import start_tree_state
 
 # The rest of harvest is imported where it is used: a warm run starts `git status`
 # first and imports it meanwhile.
@@ -284,40 +285,44 @@ def harvest(
     target = resolve_target(workspace, repo)
     cache_dir = _cache_dir(cache)
     # `git status` first: it runs in its own process while the rest is checked,
-    # imported and read (a warm run's answer waits for it).
-    status = start_tree_state(target.root) if cache_dir is not None and searcher == "auto" else None
-    for path in paths:
-        # A typo'd --path would otherwise look like "no TODOs here".
-        rel = path.strip("/").removeprefix("./")
-        globbed = any(c in rel for c in "*?[")
-        if not (next(target.root.glob(rel), None) if globbed else (target.root / rel).exists()):
-            raise BadInput(
-                f"--path {path}: there is no such file or folder in {target.root}.",
-                next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
-            )
-    from onboard.workflows.harvest import enrich, rank
-    from onboard.workflows.harvest.collect import gather
+    # imported and read (a warm run's answer waits for it). The CLI may have
+    # started it already, before Click was imported (``headstart``).
+    ahead = headstart.take_tree_state(target.root)
+    status = None
+    if cache_dir is not None and searcher == "auto":
+        status = ahead or start_tree_state(target.root)
+    elif ahead is not None:
+        ahead.stop()
+    try:
+        _check_paths(target, paths)
+        from onboard.workflows.harvest.collect import gather
 
-    s = gather(
-        target,
-        searcher=searcher,
-        cache=cache_dir,
-        reporter=reporter,
-        status=status,
-        save_in_background=save_in_background,
-    )
+        s = gather(
+            target,
+            searcher=searcher,
+            cache=cache_dir,
+            reporter=reporter,
+            status=status,
+            save_in_background=save_in_background,
+        )
+    except BaseException:
+        if status is not None:
+            status.stop()
+        raise
+    from onboard.workflows.harvest import enrich, rank
+
     matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
     notes: list[str] = []
     token = _token_once(api_url)
     github_problem: str | None = None
     github_skipped: list[str] = []
     if enrich_results:
-        linking = _linking(matched)
         lookup = enrich.linked_issues(
-            linking, token=token, api_url=api_url, repo=github_repo, cache=cache_dir
-        )
+            _linked_numbers(matched), token=token, api_url=api_url, repo=github_repo,
+            cache=cache_dir,
+        )  # fmt: skip
         if lookup.fetched:
-            for item in linking:
+            for item in _linking(matched):
                 numbers = (*item.form.issues, *item.form.pulls)
                 item.linked = [lookup.fetched[n] for n in numbers if n in lookup.fetched]
                 if item.linked:
@@ -360,6 +365,18 @@ def harvest(
     return HarvestResult(s, shown, len(matched), filters, notes, found_issues, output)
 
 
+def _check_paths(target: Target, paths: Sequence[str]) -> None:
+    for path in paths:
+        # A typo'd --path would otherwise look like "no TODOs here".
+        rel = path.strip("/").removeprefix("./")
+        globbed = any(c in rel for c in "*?[")
+        if not (next(target.root.glob(rel), None) if globbed else (target.root / rel).exists()):
+            raise BadInput(
+                f"--path {path}: there is no such file or folder in {target.root}.",
+                next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
+            )
+
+
 def _linking(items: Sequence[Item]) -> list[Item]:
     """The items that name an issue or a PR (a cached result knows them unbuilt)."""
     from onboard.workflows.harvest.stored import StoredItems
@@ -367,6 +384,15 @@ def _linking(items: Sequence[Item]) -> list[Item]:
     if isinstance(items, StoredItems):
         return items.linking()
     return [i for i in items if i.form.issues or i.form.pulls]
+
+
+def _linked_numbers(items: Sequence[Item]) -> list[int]:
+    """The issue and PR numbers the items name (a cached result: none built for them)."""
+    from onboard.workflows.harvest.stored import StoredItems
+
+    if isinstance(items, StoredItems):
+        return items.linked_numbers()
+    return list(dict.fromkeys(n for i in items for n in (*i.form.issues, *i.form.pulls)))
 
 
 def _cache_dir(cache: Path | None | bool) -> Path | None:
@@ -536,8 +562,9 @@ def show(
             except OnboardError as exc:
                 notes.append(f"blame: {exc.message}")
         lookup = enrich.linked_issues(
-            [item], token=_token_once(api_url), api_url=api_url, repo=github_repo, cache=cache_dir
-        )
+            (*item.form.issues, *item.form.pulls), token=_token_once(api_url), api_url=api_url,
+            repo=github_repo, cache=cache_dir,
+        )  # fmt: skip
         numbers = (*item.form.issues, *item.form.pulls)
         item.linked = [lookup.fetched[n] for n in numbers if n in lookup.fetched]
         if item.linked:

@@ -17,7 +17,6 @@ or with ``--no-cache``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import Counter
@@ -27,14 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import proc
-from onboard.cache import Row, Sealed, read_sealed, write_sealed
+from onboard.cache import Row, Sealed, read_sealed, sha1_hex, write_sealed
 from onboard.report import Reporter
 from onboard.workflows.harvest import forms, rank
 from onboard.workflows.harvest.rank import Item
-from onboard.workflows.harvest.state import PendingState, TreeState, start_tree_state
 from onboard.workflows.harvest.stored import Counts, StoredItems, counts_of
 from onboard.workflows.harvest.tags import language
 from onboard.workflows.harvest.target import Target
+from onboard.worktree import PendingState, TreeState, start_tree_state
 
 # scan (the grep and the lexer) is imported where the tree is searched: a warm
 # run reads the whole result from the cache and needs none of it.
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from onboard.workflows.harvest import scan
 
 # The cached result's format. Bump when lexing, parsing or scoring changes.
-SCAN_VERSION = 4
+SCAN_VERSION = 5
 # Past this many changed files, one pass over the whole tree is as quick.
 INCREMENTAL_MAX_FILES = 200
 
@@ -267,7 +266,7 @@ def _ranked(files: Iterable[FileResult]) -> list[Item]:
 
 
 def _cache_file(target: Target, cache: Path) -> Path:
-    return cache / f"tree-{hashlib.sha1(str(target.root).encode()).hexdigest()[:16]}.json"
+    return cache / f"tree-{sha1_hex(str(target.root).encode())[:16]}.json"
 
 
 def _reuse(
@@ -349,14 +348,20 @@ def _save(result: Scan, cache: Path, state: TreeState) -> None:
         return [i.id, i.line, i.end_line, i.col, i.text, list(i.form), why, i.test_file]
 
     files = []
+    rows_of_files: list[bytes] = []
+    at = 0
     for f in result.files.values():
-        # Each file's items as one JSON text inside the JSON: a warm run parses
-        # only the files whose items it shows.
-        rows = json.dumps([row(i) for i in f.items], separators=(",", ":"))
+        # Each file's items as JSON of their own, in the attachment: a warm run
+        # parses only the files whose items it shows.
+        rows = json.dumps([row(i) for i in f.items], separators=(",", ":")).encode()
         files.append(
-            [f.path, f.hits, f.non_comment, f.kind, f.comments, f.unterminated, len(f.items), rows]
-        )
+            [f.path, f.hits, f.non_comment, f.kind, f.comments, f.unterminated, len(f.items), at,
+             len(rows)]
+        )  # fmt: skip
+        rows_of_files.append(rows)
+        at += len(rows)
     tags, kinds, python = result.counts()
+    linking = [i for i in result.items if i.form.issues or i.form.pulls]
     header = {
         "version": SCAN_VERSION,
         "root": str(result.target.root),
@@ -368,13 +373,14 @@ def _save(result: Scan, cache: Path, state: TreeState) -> None:
         "reasons": [list(r) for r in reasons],
         "files": files,
         # The ranking, the items that name an issue or a PR (the only ones whose
-        # score can change without an edit) and the totals: a warm run needs no
-        # item but those it shows.
+        # score can change without an edit) with the numbers they name, and the
+        # totals: a warm run needs no item but those it shows.
         "order": [number[id(i)] for i in result.items],
-        "linking": [number[id(i)] for i in result.items if i.form.issues or i.form.pulls],
+        "linking": [number[id(i)] for i in linking],
+        "linked": [[list(i.form.issues), list(i.form.pulls)] for i in linking],
         "counts": {"tags": dict(tags), "kinds": dict(kinds), "python": python},
     }
-    write_sealed(_cache_file(result.target, cache), header, body)
+    write_sealed(_cache_file(result.target, cache), header, body, b"".join(rows_of_files))
 
 
 # The header _save writes: checked on every read (the body is sealed by its digest).
@@ -399,11 +405,14 @@ def _stored(target: Target, sealed: Sealed) -> tuple[TreeState, Scan] | None:
     try:
         state = TreeState(header["head"], header["changed"])
         files: dict[str, FileResult] = {}
-        parts: list[tuple[str, int, str]] = []
-        for path, hits, non_comment, kind, comments, unterminated, count, rows in data["files"]:
+        parts: list[tuple[str, int, int, int]] = []
+        for path, hits, non_comment, kind, comments, unterminated, count, at, size in data["files"]:
             files[path] = FileResult(path, hits, non_comment, kind, comments, unterminated, [])
-            parts.append((path, count, rows))
-        items = StoredItems(parts, data["order"], data["linking"], data["reasons"])
+            parts.append((path, count, at, size))
+        items = StoredItems(
+            parts, data["order"], data["linking"], data["linked"], data["reasons"],
+            sealed.attachment,
+        )  # fmt: skip
         counts = data["counts"]
         scan_ = Scan(
             target=target,

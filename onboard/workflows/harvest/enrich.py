@@ -9,14 +9,13 @@ says so in ONE line and carries on.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard.cache import read_valid, write_json
+from onboard.cache import read_valid, sha1_hex, write_json
 from onboard.errors import OnboardError
 from onboard.workflows.harvest.rank import Item
 
@@ -66,7 +65,7 @@ REFERENCE_NOTE = (
 
 
 def _cache_path(directory: Path, root: Path, name: str) -> Path:
-    key = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:16]
+    key = sha1_hex(str(root.resolve()).encode())[:16]
     return directory / f"{name}-{key}.json"
 
 
@@ -219,7 +218,7 @@ class IssueLookup:
 
 
 def linked_issues(
-    items: list[Item],
+    numbers: Iterable[int],
     *,
     token: Callable[[], str | None],
     api_url: str,
@@ -227,15 +226,11 @@ def linked_issues(
     cache: Path | None,
     now: float | None = None,
 ) -> IssueLookup:
-    """State and labels of the issues the items link (cached a day per issue).
+    """State and labels of these issues and PRs (cached a day per issue).
 
     ``token()`` is asked only when an issue is not in the cache.
     """
-    wanted: list[int] = []
-    for item in items:
-        for number in (*item.form.issues, *item.form.pulls):
-            if number not in wanted:
-                wanted.append(number)
+    wanted = list(dict.fromkeys(numbers))
     if not wanted:
         return IssueLookup({}, 0, None, 0)
     now = time.time() if now is None else now

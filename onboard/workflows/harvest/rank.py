@@ -10,13 +10,13 @@ first). ``FIXME``/``HACK`` in core code usually guards something subtle.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from onboard import lazy_re
+from onboard.cache import sha1_hex
 from onboard.workflows.harvest import forms
 
 # Small, local wording: the comment says what to do, and it is little.
@@ -154,7 +154,7 @@ def stable_id(path: str, text: str, occurrence: int = 0) -> str:
     key = f"{path}\0{forms.normalise(text)}"
     if occurrence:
         key += f"\0{occurrence}"
-    return hashlib.sha1(key.encode()).hexdigest()[:10]
+    return sha1_hex(key.encode())[:10]
 
 
 class NearbyTests:

@@ -2,9 +2,11 @@
 
 A warm run shows twenty of thousands of comments, and an edit changes the
 items of one file: building every item from the cache cost those runs more
-than reading the file. ``StoredItems`` keeps each file's rows as the JSON
-text the cache holds, parses a file's rows when one of its items is first
-used and builds that item then (the same object after that).
+than reading the file. ``StoredItems`` keeps each file's rows where the cache
+holds them (a slice of the sealed file's attachment), parses a file's rows
+when one of its items is first used and builds that item then (the same
+object after that). The issue and PR numbers of the items that name one are
+stored apart, so that looking their state up builds none of them.
 """
 
 from __future__ import annotations
@@ -43,23 +45,36 @@ class StoredItems(Sequence[Item]):
 
     def __init__(
         self,
-        files: list[tuple[str, int, str]],  # path, item count, the items' rows as JSON text
+        files: list[tuple[str, int, int, int]],  # path, item count, where its rows are, size
         order: list[int],  # the ranking, as places
         linking: list[int],  # ranked too
+        linked: list[list[list[int]]],  # per linking place: [issue numbers, PR numbers]
         reasons: list[list[Any]],
+        attachment: bytes,  # the rows of every file, one JSON list each
     ) -> None:
         self._files = files
         self._starts: list[int] = []
         total = 0
-        for _path, count, _rows in files:
+        end = 0
+        for _path, count, at, size in files:
             self._starts.append(total)
             total += count
-        if sorted(order) != list(range(total)) or not set(linking) <= set(order):
+            if at != end:
+                raise ValueError("the files' rows are not where the body says")
+            end = at + size
+        if (
+            end != len(attachment)
+            or sorted(order) != list(range(total))
+            or not set(linking) <= set(order)
+            or len(linked) != len(linking)
+        ):
             raise ValueError("not a ranking of the stored items")
         self._stored = total
         self._order = order
         self._linking = linking
+        self._linked = dict(zip(linking, linked, strict=True))
         self._reasons = [rank.Reason(p, w) for p, w in reasons]
+        self._attachment = attachment
         self._built: dict[int, Item] = {}
         self._rows: dict[int, list[Any]] = {}
         self._added: list[Item] = []
@@ -84,10 +99,22 @@ class StoredItems(Sequence[Item]):
         """The items that name an issue or a PR, ranked."""
         return [self._item(n) for n in self._linking]
 
+    def linked_numbers(self) -> list[int]:
+        """The issue and PR numbers those items name, in their order (none built)."""
+        out: dict[int, None] = {}
+        for n in self._linking:
+            if n >= self._stored:
+                form = self._added[n - self._stored].form
+                out.update(dict.fromkeys((*form.issues, *form.pulls)))
+            else:
+                issues, pulls = self._linked[n]
+                out.update(dict.fromkeys((*issues, *pulls)))
+        return list(out)
+
     def by_file(self) -> dict[str, list[Item]]:
         """Every stored item still here, per file (each file in its own order)."""
         out: dict[str, list[Item]] = {}
-        for number, (path, _count, _text) in enumerate(self._files):
+        for number, (path, _count, _at, _size) in enumerate(self._files):
             if path not in self._dropped:
                 out[path] = self._file_items(number)
         return out
@@ -101,7 +128,7 @@ class StoredItems(Sequence[Item]):
         new._dropped = self._dropped | dropped
         gone = {
             n
-            for number, (path, count, _t) in enumerate(self._files)
+            for number, (path, count, _at, _size) in enumerate(self._files)
             if path in dropped
             for n in range(self._starts[number], self._starts[number] + count)
         }
@@ -121,7 +148,7 @@ class StoredItems(Sequence[Item]):
         """The counts of the stored items of these files (to take them off the totals)."""
         return counts_of(
             item
-            for number, (path, _c, _t) in enumerate(self._files)
+            for number, (path, _c, _at, _size) in enumerate(self._files)
             if path in paths and path not in self._dropped
             for item in self._file_items(number)
         )
@@ -143,10 +170,10 @@ class StoredItems(Sequence[Item]):
         parsed when the first of its items is asked for)."""
         item = self._built.get(n)
         if item is None:
-            path, _count, text = self._files[number]
+            path, _count, at, size = self._files[number]
             rows = self._rows.get(number)
             if rows is None:
-                rows = self._rows[number] = json.loads(text)
+                rows = self._rows[number] = json.loads(self._attachment[at : at + size])
             item = self._built[n] = item_from(
                 path, language(path) or "c++", rank.module_of(path),
                 rows[n - self._starts[number]], self._reasons,
