@@ -728,6 +728,37 @@ def test_blame_ages_batched_per_file(small_repo: Path, tmp_path: Path) -> None:
     assert all(i.blame for i in result.items)
 
 
+def test_history_is_kept_per_head_and_follows_the_shallow_marker(
+    small_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm run asks git nothing about history: HEAD comes from `git status`,
+    shallowness from git's own marker file, and HEAD's parent count is kept."""
+    from onboard import git
+
+    subprocess.run(["git", "-C", str(small_repo), "commit", "-q", "--allow-empty", "-m", "2nd"],
+                   check=True)  # fmt: skip
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{small_repo}", str(clone)],
+                   check=True)  # fmt: skip
+    head = _git(clone, "rev-parse", "HEAD")
+    cache = tmp_path / "c"
+    asked: list[tuple[Any, ...]] = []
+    real = git.git
+    monkeypatch.setattr(git, "git", lambda *a, **k: asked.append(a) or real(*a, **k))
+
+    shallow = enrich.history(clone, is_reference=False, head=head, cache=cache)
+    assert (shallow.commit, shallow.commits, shallow.shallow) == (head, 1, True)
+    assert shallow.note is not None and "shallow clone" in shallow.note and asked
+    asked.clear()
+    assert enrich.history(clone, is_reference=False, head=head, cache=cache) == shallow
+    assert asked == []  # kept for this HEAD
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--unshallow"], check=True)
+    full = enrich.history(clone, is_reference=False, head=head, cache=cache)
+    assert (full.commits, full.shallow, full.note) == (2, False, None) and asked
+    # Without a HEAD from `git status`, git is asked, as before.
+    assert enrich.history(clone, is_reference=False) == full
+
+
 def test_blame_on_the_seeded_fixture_repo(pytorch_repo: Any) -> None:
     result = hv.harvest(repo=str(pytorch_repo.path), limit=5, python_only=True)
     assert result.items and all(

@@ -35,13 +35,13 @@ def _repo(root: Path, text: str) -> Path:
     return root
 
 
-def _workspace(root: Path, checkout: Path) -> Path:
+def _workspace(root: Path, checkout: Path, *, kind: str = ws_mod.REFERENCE) -> Path:
     root.mkdir()
     ws_mod.save(
         ws_mod.Workspace(
             root=root, torch_version="2.13.0+cpu", commit=COMMIT, commit_kind="release",
             build_prefix=None, python=sys.executable, checkout=os.path.relpath(checkout, root),
-            checkout_kind=ws_mod.REFERENCE,
+            checkout_kind=kind,
         )
     )  # fmt: skip
     return root
@@ -73,8 +73,13 @@ _TRACED = textwrap.dedent(
     def hook(event, args):
         if event == "import" and args[0] == "click":
             events.append("click imported")
-        elif event == "subprocess.Popen" and "status" in list(args[1]):
-            events.append("git status started")
+        elif event == "subprocess.Popen":
+            argv = [str(a) for a in args[1]]
+            name = argv[0].rsplit("/", 1)[-1]
+            if name == "git":
+                argv = argv[2:] if argv[1] == "-C" else argv
+                name = f"git {argv[1]}"
+            events.append(name)
 
     sys.addaudithook(hook)
     from onboard.entry import main
@@ -98,8 +103,9 @@ def _traced(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str
 def test_plain_harvest_starts_git_status_before_click_loads(ws: Path) -> None:
     run, events = _traced(["harvest", "--json", "--offline"], ws)
     assert run.returncode == 0, run.stderr
-    # Started ahead, and that one is the one used: no second `git status`.
-    assert events == ["git status started", "click imported"]
+    # Started ahead, and that one is the one used: no second `git status`. (The
+    # first run searches the tree: ripgrep after that.)
+    assert events[:2] == ["git status", "click imported"] and events.count("git status") == 1
     first = json.loads(run.stdout)
     assert sorted(i["text"] for i in first["items"]) == ["FIXME: second", "TODO: first"]
     for _ in range(200):  # the detached copy writes the cache after answering
@@ -109,8 +115,32 @@ def test_plain_harvest_starts_git_status_before_click_loads(ws: Path) -> None:
         time.sleep(0.05)
     else:
         raise AssertionError("the result was never cached")
-    assert events == ["git status started", "click imported"]
+    assert events == ["git status", "click imported"]
     assert json.loads(run.stdout)["items"] == first["items"]
+
+
+def test_a_warm_run_in_a_clone_asks_git_only_for_its_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blame ages and history come from the cache too: one git call in all."""
+    repo = _repo(tmp_path / "pytorch", "# TODO: first\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "2nd"],
+                   check=True)  # fmt: skip
+    root = _workspace(tmp_path / "ws", repo, kind=ws_mod.CLONE)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    run, events = _traced(["harvest", "--json"], root)
+    assert run.returncode == 0, run.stderr
+    assert "git blame" in events and json.loads(run.stdout)["items"][0]["blame"]["age_days"] >= 0
+    for _ in range(200):
+        run, events = _traced(["harvest", "--json"], root)
+        data = json.loads(run.stdout)
+        if data["summary"]["cache"] == "tree":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the result was never cached")
+    assert events == ["git status", "click imported"]
+    assert data["items"][0]["blame"]["age_days"] >= 0
 
 
 def test_options_that_choose_the_tree_leave_it_to_the_command(

@@ -337,7 +337,9 @@ def harvest(
     for item in shown:
         item.url = target.url(item.path, item.line)
     if enrich_results and shown:
-        hist = enrich.history(target.root, is_reference=target.kind == "reference")
+        hist = enrich.history(
+            target.root, is_reference=target.kind == "reference", head=s.head, cache=cache_dir
+        )
         if hist.note:
             notes.append(hist.note)
         enrich.blame(target.root, shown, hist, cache_dir)

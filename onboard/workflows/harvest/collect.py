@@ -75,6 +75,7 @@ class Scan:
     cache: str = "none"  # "tree" (whole result), "files" (changed files redone), "none"
     # The totals (tags, kinds, Python items) of a cached result: no item built for them.
     stored_counts: Counts | None = None
+    head: str | None = None  # the HEAD commit `git status` gave (None: not asked)
 
     def counts(self) -> Counts:
         """Items per tag, per kind, and how many are in Python files."""
@@ -162,12 +163,14 @@ def gather(
         if state is not None and stored is not None and stored[0].head == state.head:
             result = _reuse(target, stored[1], stored[0], state, reporter)
             if result is not None:
+                result.head = state.head
                 result.seconds = {"tree_cache": round(time.monotonic() - t0, 3)}
                 if result.cache == "files":
                     save(result, state)
                 return result
     result = _whole_tree(target, searcher, reporter)
     if state is not None and cache is not None:
+        result.head = state.head
         save(result, state)
     return result
 

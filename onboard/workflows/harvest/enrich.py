@@ -33,29 +33,61 @@ class RepoHistory:
     note: str | None  # why blame ages are missing or partial
 
 
-def history(root: Path, *, is_reference: bool) -> RepoHistory:
-    """Whether blame can say anything here (two cheap git calls; none for a reference tree)."""
+def history(
+    root: Path, *, is_reference: bool, head: str | None = None, cache: Path | None = None
+) -> RepoHistory:
+    """Whether blame can say anything here (none for a reference tree).
+
+    ``head``: the HEAD commit `git status` just gave (the tree is a git work
+    tree). With it and ``cache``, a warm run asks git nothing: whether the
+    clone is shallow is git's own marker file, and whether HEAD has a parent
+    is kept per HEAD (history does not change under a commit)."""
     if is_reference:
         return RepoHistory(None, 1, False, REFERENCE_NOTE)
+    shallow = _shallow_marker(root) if head is not None else None
+    path = _cache_path(cache, root, "history") if cache is not None and head else None
+    if path is not None and shallow is not None:
+        known = read_valid(path, HISTORY_SHAPE)
+        if known.get("head") == head and known.get("shallow") == shallow:
+            return _history(known["head"], known["commits"], shallow)
     from onboard import git
 
-    if not git.is_repo(root):
+    if head is None and not git.is_repo(root):
         return RepoHistory(None, 0, False, "not a git repository: no blame")
     # `rev-list --count` walks all of PyTorch's history (~0.5 s); two commits are enough.
     result = git.git(root, "rev-list", "--max-count=2", "HEAD", check=False)
     shas = result.stdout.split()
     if not shas:
         return RepoHistory(None, 0, False, "no commit yet: no blame")
-    shallow = git.is_shallow(root)
+    if shallow is None:
+        shallow = git.is_shallow(root)
+    if path is not None and shas[0] == head:
+        _save(path, {"head": head, "shallow": shallow, "commits": len(shas)})
+    return _history(shas[0], len(shas), shallow)
+
+
+HISTORY_SHAPE = {"head": str, "shallow": bool, "commits": int}
+
+
+def _shallow_marker(root: Path) -> bool | None:
+    """Whether the clone is shallow, from git's ``.git/shallow`` (None: ``.git`` is a
+    file, as in a worktree or a submodule, so ask git)."""
+    dot_git = root / ".git"
+    if not dot_git.is_dir():
+        return None
+    return (dot_git / "shallow").is_file()
+
+
+def _history(commit: str, commits: int, shallow: bool) -> RepoHistory:
     note = None
-    if len(shas) == 1 and not shallow:
+    if commits == 1 and not shallow:
         note = REFERENCE_NOTE
     elif shallow:
         note = (
             "blame: a shallow clone; lines older than its first commit show that commit "
             "(`git fetch --unshallow` for real ages)"
         )
-    return RepoHistory(shas[0], len(shas), shallow, note)
+    return RepoHistory(commit, commits, shallow, note)
 
 
 REFERENCE_NOTE = (
@@ -120,6 +152,8 @@ def blame(
             item.blame = _with_age(lines[key], now)
         else:
             by_file.setdefault(item.path, []).append(item)
+    if not by_file:  # every one cached: no git at all
+        return 0
     from onboard import git
 
     calls = 0
