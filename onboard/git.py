@@ -728,101 +728,11 @@ def blame_porcelain(
 def status_v2(
     repo: str | os.PathLike[str], *, timeout: float = 120
 ) -> tuple[str | None, list[str]] | None:
-    """(HEAD sha, changed or untracked paths) from ``git status --porcelain=v2 -z``.
+    """(HEAD sha, changed or untracked paths) from ``git status --porcelain=v2 -z``
+    (``onboard.worktree``, where it can start before the rest of a command loads)."""
+    from onboard.worktree import start_status_v2
 
-    Paths are files, relative to the top of the work tree; renames come as a
-    delete and an add. None when git cannot say (not a repository, git failed).
-    """
     return start_status_v2(repo, timeout=timeout).result()
-
-
-class PendingStatus:
-    """``status_v2`` started now: git works on while the caller does other things;
-    ``result()`` waits for it (``stop()`` when the answer is no longer wanted)."""
-
-    def __init__(self, repo: str | os.PathLike[str], timeout: float) -> None:
-        self._repo = repo
-        self._timeout = timeout
-        # Untracked folders are listed as folders first and only those are walked
-        # file by file: `--untracked-files=all` over a whole PyTorch checkout costs
-        # about half again as much, and nearly always finds no untracked folder.
-        self._running = _start_status(repo, "normal", (), timeout)
-
-    def result(self) -> tuple[str | None, list[str]] | None:
-        found = _status_entries(self._running.result())
-        if found is None:
-            return None
-        head, paths = found
-        folders = [p for p in paths if p.endswith("/")]
-        if folders:
-            inside = _status_entries(
-                _start_status(self._repo, "all", folders, self._timeout).result()
-            )
-            if inside is None:
-                return None
-            paths = sorted({p for p in paths if not p.endswith("/")} | set(inside[1]))
-        return head, paths
-
-    @property
-    def pid(self) -> int:
-        return self._running.pid
-
-    def stop(self) -> None:
-        self._running.stop()
-
-
-def start_status_v2(repo: str | os.PathLike[str], *, timeout: float = 120) -> PendingStatus:
-    return PendingStatus(repo, timeout)
-
-
-def _start_status(
-    repo: str | os.PathLike[str], untracked: str, pathspec: Sequence[str], timeout: float
-) -> proc.Running:
-    # Not under ``signals.critical`` as other git calls are: status changes nothing
-    # but git's stat cache, and git removes its index.lock on the SIGTERM that
-    # stopping it sends.
-    return proc.start(
-        [
-            "git",
-            "-C",
-            os.fspath(repo),
-            # (Not --no-optional-locks: git then never writes back the stat data it
-            # refreshed, and a tree written in the same second as its index, as a
-            # fresh checkout is, has every file re-read on every call.)
-            "status",
-            "--porcelain=v2",
-            "-z",
-            "--branch",
-            "--no-ahead-behind",
-            f"--untracked-files={untracked}",
-            "--no-renames",
-            "--ignore-submodules=dirty",
-            *(["--", *(f":(literal){p}" for p in pathspec)] if pathspec else []),
-        ],
-        check=False,
-        timeout=timeout,
-        what="`git status`",
-    )
-
-
-def _status_entries(result: proc.Result) -> tuple[str | None, list[str]] | None:
-    if result.returncode != 0:
-        return None
-    head: str | None = None
-    paths: list[str] = []
-    for entry in result.stdout.split("\0"):
-        if entry.startswith("# branch.oid "):
-            oid = entry.split()[2]
-            head = oid if oid != "(initial)" else None
-        elif entry.startswith(("1 ", "u ")):
-            # "1 XY sub mH mI mW hH hI path" / "u XY sub m1 m2 m3 mW h1 h2 h3 path"
-            fields = 9 if entry[0] == "1" else 11
-            parts = entry.split(" ", fields - 1)
-            if len(parts) == fields:
-                paths.append(parts[-1])
-        elif entry.startswith("? "):
-            paths.append(entry[2:])
-    return head, paths
 
 
 # --- transactions (onboard/transaction.py) ---
