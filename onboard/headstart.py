@@ -34,9 +34,9 @@ _started: dict[Path, PendingState] = {}
 @contextlib.contextmanager
 def begin(args: Sequence[str]) -> Iterator[None]:
     """Start what ``args`` will need for the block; stop what was not taken at its end."""
-    with contextlib.suppress(Exception):  # a head start is never worth a failed run
-        _start(list(args))
     try:
+        with contextlib.suppress(Exception):  # a head start is never worth a failed run
+            _start(list(args))
         yield
     finally:
         _stop_all()

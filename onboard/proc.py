@@ -353,14 +353,27 @@ class Running:
         if self._result is not None:
             return self._result
         popen, argv = self._popen, self.argv
-        left = None
+        # The deadline is a timer that stops the child, not communicate()'s own
+        # timeout: with one, Popen waits for the exit by polling with sleeps that
+        # double from 1 ms, which cost a short git call several milliseconds
+        # (a child closes its pipes a moment before it exits).
+        expired = threading.Event()
+        timer = None
         if self._timeout is not None:
             left = max(0.0, self._timeout - (time.monotonic() - self._began))
+            timer = threading.Timer(left, self._expire, (expired,))
+            timer.daemon = True
+            timer.start()
         try:
-            out, err = _text(*popen.communicate(input=self._input, timeout=left))
-        except subprocess.TimeoutExpired:
+            out, err = _text(*popen.communicate(input=self._input))
+        except BaseException:
             _kill_group(popen, self._child)
-            out, err = _text(*popen.communicate())
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+                timer.join()
+        if expired.is_set():
             raise ProcTimeout(
                 f"{self._what or 'The command'} did not finish within {self._timeout:g} s "
                 "and was stopped.",
@@ -369,10 +382,7 @@ class Running:
                 stdout=out or "",
                 stderr=err or "",
                 next_step=self._next_step,
-            ) from None
-        except BaseException:
-            _kill_group(popen, self._child)
-            raise
+            )
         result = Result(
             tuple(argv), popen.returncode, out or "", err or "", time.monotonic() - self._began
         )
@@ -388,6 +398,10 @@ class Running:
             )
         self._result = result
         return result
+
+    def _expire(self, expired: threading.Event) -> None:
+        expired.set()
+        _kill_group(self._popen, self._child)
 
     def stop(self) -> None:
         """Stop the command when it is still running, with its process group: SIGTERM

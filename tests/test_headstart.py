@@ -244,3 +244,17 @@ def test_stopping_a_started_command_lets_it_clean_up(tmp_path: Path) -> None:
     running.stop()
     assert not lock.exists() and _gone(running.pid)
     running.stop()  # stopping again is harmless
+
+
+def test_a_deadline_does_not_poll_for_the_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a timeout, Popen waits for a child's exit by sleeping in steps that double
+    from 1 ms; the deadline is a timer instead, and the exit is waited for as it comes."""
+    import threading
+
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), real_sleep(s))[1])
+    # The pipes close 50 ms before the exit, as a child's do a moment before it ends.
+    result = proc.run(["sh", "-c", "exec >&- 2>&-; sleep 0.05; exit 7"], timeout=30, check=False)
+    assert result.returncode == 7 and slept == []
+    assert threading.active_count() == 1  # the timer is gone: a later fork is safe
