@@ -575,3 +575,24 @@ def test_harvest_into_a_closed_pipe_ends_quietly_with_zero(ws: Path, onboard: On
     out = subprocess.run(["bash", "-c", shell], env=onboard.env(), capture_output=True, text=True)
     assert out.stdout.splitlines()[-1] == "status=0", out.stderr
     assert "Traceback" not in out.stderr and "Broken pipe" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "headstart._start:1:TERM",  # `git status` started, Click not yet imported
+        "headstart._start:1:INT",
+        "worktree.PendingState.result:1:TERM:before",  # harvest about to wait for it
+    ],
+)
+def test_harvest_interrupted_around_its_head_start(ws: Path, onboard: Onboard, point: str) -> None:
+    """The `git status` started before Click loads is stopped with the run: no process
+    left, no index.lock (git would refuse every later command in the checkout)."""
+    run = onboard("harvest", "--json", cwd=ws, **at(point))
+    assert run.returncode == 130, run.stderr
+    assert "Interrupted." in run.stderr and "Traceback" not in run.stderr
+    assert json.loads(run.stdout)["error"]["kind"] == "Interrupted"
+    assert not (ws / "pytorch" / ".git" / "index.lock").exists()
+    assert_nothing_left(ws, onboard)
+    again = onboard("harvest", "--json", cwd=ws)
+    assert again.returncode == 0, again.stderr
