@@ -23,14 +23,9 @@ class TreeState:
     changed: dict[str, list[int] | None]  # changed/untracked path -> [size, mtime_ns] (None: gone)
 
 
-def tree_state(root: Path) -> TreeState | None:
-    """HEAD and the state of every changed file, or None outside a git work tree's top."""
-    return start_tree_state(root).result()
-
-
 class PendingState:
-    """``tree_state(root)`` with its `git status` already running: ``result()`` waits
-    for git and stats the changed files.
+    """The ``TreeState`` of ``root`` with its `git status` already running: ``result()``
+    waits for git and stats the changed files (None outside a git work tree's top).
 
     (A process, not a thread: a thread of ours would compete with the imports and
     the cache read it is meant to overlap, for the interpreter's one lock.)"""
@@ -76,7 +71,7 @@ class PendingState:
 
 
 def start_tree_state(root: Path) -> PendingState:
-    """``tree_state(root)``, its `git status` started now."""
+    """The state of ``root``, its `git status` started now."""
     return PendingState(root)
 
 
