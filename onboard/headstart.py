@@ -15,7 +15,6 @@ made, and the command does the same work itself a moment later.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,7 +69,7 @@ def _harvest_root(args: list[str]) -> Path | None:
     from onboard.scope import scope_of, unsettled
 
     try:
-        folder = ws_mod.locate(os.environ.get("ONBOARD_WORKSPACE") or None)
+        folder = ws_mod.locate()  # ONBOARD_WORKSPACE, else up from here, as the command
         # A run that died there is rolled back by the command, under its lock: no
         # git may look at that tree before.
         if folder is None or unsettled(scope_of(folder)):

@@ -92,6 +92,9 @@ class PendingStatus:
         self._running = _start_status(repo, "normal", (), timeout)
 
     def result(self) -> tuple[str | None, list[str]] | None:
+        """(HEAD sha, changed or untracked paths): files, relative to the top of the
+        work tree; a rename comes as a delete and an add. None when git cannot say
+        (not a repository, git failed)."""
         found = _status_entries(self._running.result())
         if found is None:
             return None

@@ -137,8 +137,9 @@ def gather(
 ) -> Scan:
     """Every harvested comment of the tree, ranked (from the cache when it holds).
 
-    ``status``: ``state.tree_state`` already running (started before this module
-    was imported, so that `git status` and the imports overlap).
+    ``status``: the tree's state with its `git status` already running
+    (``worktree.start_tree_state``, called before this module was imported, or
+    before Click by ``headstart``), so that git and the imports overlap.
     ``save_in_background``: a changed result is written to the cache by a detached
     copy of this process once this run has answered (``proc.detach_after_run``).
     """

@@ -45,8 +45,10 @@ def history(
     if is_reference:
         return RepoHistory(None, 1, False, REFERENCE_NOTE)
     shallow = _shallow_marker(root) if head is not None else None
-    path = _cache_path(cache, root, "history") if cache is not None and head else None
-    if path is not None and shallow is not None:
+    # Kept only where shallowness can be checked on reading: git's marker file.
+    path = None
+    if cache is not None and head is not None and shallow is not None:
+        path = _cache_path(cache, root, "history")
         known = read_valid(path, HISTORY_SHAPE)
         if known.get("head") == head and known.get("shallow") == shallow:
             return _history(known["head"], known["commits"], shallow)
