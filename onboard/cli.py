@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "graph": "onboard.commands.graph:graph",
     "new-op": "onboard.commands.new_op:new_op",
     "pr": "onboard.commands.pr:pr",
+    "recover": "onboard.commands.recover:recover",
     "setup": "onboard.commands.setup:setup",
     "verify": "onboard.commands.verify:verify",
 }

@@ -70,6 +70,25 @@ def stderr_console() -> Console:
     return _console_class()(stderr=True, highlight=False)
 
 
+class JsonLike(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def emit_view(
+    result: JsonLike,
+    view: Any,
+    *,
+    as_json: bool,
+    verbose: bool = False,
+) -> None:
+    """A result on stdout: its JSON, or ``view(result, console, verbose)``."""
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
+        sys.stdout.flush()
+    else:
+        view(result, stdout_console(), verbose)
+
+
 def emit(result: ResultLike, *, as_json: bool, verbose: bool = False) -> None:
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")

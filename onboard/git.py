@@ -18,6 +18,12 @@ from typing import Any
 from onboard import lazy_re, proc, signals
 from onboard.errors import BadInput, OnboardError, ProcTimeout
 
+# The open transactions' names for git's reflog (innermost last), and what
+# watches every git command onboard runs (the transaction journals those that
+# delete refs or stash entries): see onboard/transaction/.
+acting_as: list[str] = []
+observers: list[Callable[[str | os.PathLike[str] | None, list[str]], None]] = []
+
 
 def git(
     repo: str | os.PathLike[str] | None,
@@ -35,7 +41,16 @@ def git(
     argv: list[str] = ["git"]
     if repo is not None:
         argv += ["-C", os.fspath(repo)]
+    if acting_as:
+        # Every ref this run moves carries onboard's name in its reflog (porcelain
+        # commands read GIT_REFLOG_ACTION; plumbing's update-ref takes -m): the
+        # transaction's audit tells onboard's moves from the user's by it.
+        extra_env = {"GIT_REFLOG_ACTION": acting_as[-1], **(extra_env or {})}
+        if args and args[0] == "update-ref" and "-m" not in args:
+            args = ("update-ref", "-m", acting_as[-1], *args[1:])
     argv += list(args)
+    for observer in observers:
+        observer(repo, list(args))
     with signals.critical():
         return proc.run(
             argv,
@@ -761,19 +776,15 @@ def ref_value(repo: str | os.PathLike[str], ref: str) -> str | None:
 
 def update_ref(repo: str | os.PathLike[str], ref: str, new: str, *, old: str | None = None) -> None:
     """Point ``ref`` at ``new``; with ``old``, only if it is there now (all zeros: absent)."""
-    args = ["update-ref", "-m", "onboard", ref, new] + ([old] if old is not None else [])
-    git(repo, *args, what=f"updating {ref}")
+    # --create-reflog: a tag or refs/onboard/* gets a reflog too, naming onboard.
+    message = acting_as[-1] if acting_as else "onboard"
+    args = ["update-ref", "--create-reflog", "-m", message, ref, new]
+    git(repo, *args + ([old] if old is not None else []), what=f"updating {ref}")
 
 
 def delete_ref(repo: str | os.PathLike[str], ref: str, old: str) -> None:
     """Delete ``ref`` only while it still points at ``old``."""
     git(repo, "update-ref", "-d", ref, old, what=f"deleting {ref}")
-
-
-def checkout_force(repo: str | os.PathLike[str], target: str, *, detach: bool) -> None:
-    """Back to ``target`` with index and tracked files as committed there."""
-    args = ["checkout", "-q", "-f"] + (["--detach"] if detach else []) + [target]
-    git(repo, *args, timeout=None, what=f"switching back to {target[:40]}")
 
 
 def checkout_detached_safe(repo: str | os.PathLike[str], rev: str) -> None:
@@ -797,9 +808,24 @@ def branch_exists(repo: str | os.PathLike[str], branch: str) -> bool:
     return result.returncode == 0
 
 
-def switch_new_branch(repo: str | os.PathLike[str], branch: str) -> None:
-    """Create ``branch`` at HEAD and switch to it (the working tree is kept)."""
-    git(repo, "checkout", "-q", "-b", branch, what=f"creating branch {branch}")
+def switch_new_branch(repo: str | os.PathLike[str], branch: str) -> str | None:
+    """Create ``branch`` at HEAD and switch to it (the working tree is kept).
+
+    A post-checkout hook's exit status becomes checkout's (githooks(5)): when
+    git did switch and only the user's hook failed, its output is returned
+    instead of an error, for the command to report."""
+    result = git(repo, "checkout", "-q", "-b", branch, check=False)
+    if result.returncode == 0:
+        return None
+    if current_branch(repo) == branch:
+        return (result.stderr or result.stdout).strip() or f"exit status {result.returncode}"
+    detail = (result.stderr or result.stdout).strip().splitlines()
+    raise OnboardError(
+        f"git could not create the branch {branch} in {repo}: "
+        f"{detail[-1] if detail else f'exit status {result.returncode}'}",
+        next_step=f"Run `git -C {repo} status` to see what is in the way, then run the "
+        "command again.",
+    )
 
 
 def stage_paths(repo: str | os.PathLike[str], paths: Sequence[str]) -> None:

@@ -1,10 +1,11 @@
-"""Ctrl-C and SIGTERM, handled the same way by every command.
+"""Every signal a terminal sends, handled the same way by every command.
 
 Three rules make an interrupt safe:
 
-- SIGTERM (a closed terminal, `timeout`, CI cancelling a job) is raised like
-  Ctrl-C (``Terminated`` is a ``KeyboardInterrupt``), so every ``finally``
-  and every rollback runs; the CLI exits 130 either way.
+- SIGTERM (`timeout`, CI cancelling a job, `kill`), SIGHUP (the terminal
+  closed) and SIGQUIT (Ctrl-\\) are raised like Ctrl-C (``Terminated`` is a
+  ``KeyboardInterrupt``), so every ``finally``, every rollback and the
+  reaping of children run; the CLI exits 130 for each.
 - Inside ``critical()`` a signal is held back and raised when the section
   ends. Everything that must not be cut in half runs there: a git command
   that moves a tree (killing git halfway leaves ``index.lock`` and a
@@ -26,11 +27,12 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so every ``finally`` runs (the CLI exits 130)."""
+    """SIGTERM, SIGHUP or SIGQUIT, raised like Ctrl-C so every ``finally`` runs
+    (the CLI exits 130)."""
 
 
 class _State:
@@ -47,7 +49,7 @@ _state = _State()
 
 
 def _raise(signum: int) -> None:
-    if signum == signal.SIGTERM:
+    if signum != signal.SIGINT:
         raise Terminated()
     raise KeyboardInterrupt()
 
@@ -68,10 +70,11 @@ def _main_thread() -> bool:
 
 @contextmanager
 def handlers() -> Iterator[None]:
-    """Install onboard's SIGINT/SIGTERM handlers for the block (re-entrant).
+    """Install onboard's handlers for the block (re-entrant).
 
-    A SIGTERM handler someone else installed (a test runner, an embedding
-    program) is left alone; SIGINT is ours whenever Python's default owns it.
+    A handler someone else installed (a test runner, an embedding program, a
+    shell's `nohup` ignoring SIGHUP) is left alone; a signal is ours whenever
+    the default owns it.
     """
     if not _main_thread():
         yield
@@ -96,7 +99,7 @@ def handlers() -> Iterator[None]:
 
 @contextmanager
 def critical() -> Iterator[None]:
-    """Hold Ctrl-C/SIGTERM back until the block ends, then raise it.
+    """Hold the signals above back until the block ends, then raise it.
 
     Only the main thread receives signals, so elsewhere this does nothing."""
     if not _main_thread():

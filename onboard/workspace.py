@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from onboard.errors import BadInput, NoWorkspace, OnboardError
+from onboard.scope import CONFIG_NAME
 
-CONFIG_NAME = "onboard.json"
 SCHEMA = 1
 
 # checkout kinds
@@ -142,11 +143,18 @@ def load(root: Path) -> Workspace:
 
 
 def find(
-    explicit: str | os.PathLike[str] | None = None, start: Path | None = None
+    explicit: str | os.PathLike[str] | None = None,
+    start: Path | None = None,
+    *,
+    writing: bool = False,
 ) -> Workspace | None:
-    """The workspace named by ``explicit`` / ONBOARD_WORKSPACE, or the one above ``start``."""
+    """The workspace named by ``explicit`` / ONBOARD_WORKSPACE, or the one above ``start``.
+
+    ``writing``: the command will change the workspace, so a run that died
+    there is recovered first (under the lock) and the command plans from
+    whole state; a command that only reads is told about it in one line."""
     folder = locate(explicit, start)
-    return _opened(folder) if folder is not None else None
+    return _opened(folder, writing=writing) if folder is not None else None
 
 
 def locate(
@@ -180,20 +188,34 @@ def locate(
     return None
 
 
-def _opened(folder: Path) -> Workspace:
-    """Load a workspace a command is about to use, after rolling back any run
-    that died mid-way in it (transaction.settle)."""
-    from onboard.scope import scope_of, unsettled
+def _opened(folder: Path, *, writing: bool = False) -> Workspace:
+    """Load a workspace a command is about to use (see ``find``)."""
+    from onboard.scope import interrupted_note, scope_of, unsettled
 
-    if unsettled(scope_of(folder)):  # rare: the rollback machinery is imported only then
-        from onboard import transaction
+    if unsettled(scope_of(folder)):
+        if writing:
+            from onboard.transaction import settle
 
-        transaction.settle(scope_of(folder))
+            settle(scope_of(folder))
+        else:
+            note = interrupted_note(scope_of(folder))
+            if note:
+                sys.stderr.write(f"note: {note}\n")
     return load(folder)
 
 
-def require(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Workspace:
-    ws = find(explicit, start)
+def load_for_writing(root: Path) -> Workspace:
+    """``load`` for a command that will change the workspace (``find``'s ``writing``)."""
+    return _opened(root, writing=True)
+
+
+def require(
+    explicit: str | os.PathLike[str] | None = None,
+    start: Path | None = None,
+    *,
+    writing: bool = False,
+) -> Workspace:
+    ws = find(explicit, start, writing=writing)
     if ws is None:
         raise NoWorkspace(
             f"No onboard workspace was found in {(start or Path.cwd())} or any folder above it.",

@@ -37,7 +37,7 @@ from fixtures import ci_skips  # noqa: E402
 from fixtures.git_server import GitDaemon  # noqa: E402
 
 # Every `onboard ...` command the tests see onboard suggest must parse (see the module).
-pytest_plugins = ["fixtures.suggestions"]
+pytest_plugins = ["fixtures.suggestions", "fixtures.onboard_runs"]
 from fixtures.pytorch_repo import (  # noqa: E402
     RepoInfo,
     build_pytorch_repo,

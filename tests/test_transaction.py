@@ -193,15 +193,37 @@ def test_a_failure_rolls_back_exactly_what_the_run_did(repo: Path) -> None:
 
 
 def test_the_audit_puts_back_a_users_ref_a_bug_deleted(repo: Path) -> None:
+    from onboard import git as adapter
+
     before = UserState.capture(repo)
     reporter = Reporter()
     with transaction.begin(_scope(repo), command="t", reporter=reporter) as tx:
         tx.watch(repo)
-        git(repo, "branch", "-q", "-D", "reference")  # what a bug might do
-        git(repo, "stash", "drop", "-q")
+        # What a bug might do, through onboard's own git adapter.
+        adapter.git(repo, "branch", "-q", "-D", "reference")
+        adapter.git(repo, "stash", "drop", "-q")
+        adapter.git(repo, "update-ref", "refs/heads/mine", "HEAD~1")
     before.assert_kept(UserState.capture(repo))
     assert any("restored refs/heads/reference" in m for m in reporter.messages)
+    assert any("restored refs/heads/mine" in m for m in reporter.messages)
     assert any("restored stash entry" in m for m in reporter.messages)
+
+
+def test_the_audit_leaves_what_the_users_own_git_did_meanwhile(repo: Path) -> None:
+    reporter = Reporter()
+    with transaction.begin(_scope(repo), command="t", reporter=reporter) as tx:
+        tx.watch(repo)
+        # The user, in another terminal, while onboard runs.
+        git(repo, "branch", "-q", "-D", "reference")
+        git(repo, "stash", "drop", "-q")
+        (repo / "new.txt").write_text("mine\n")
+        git(repo, "add", "new.txt")
+        git(repo, "commit", "-q", "-m", "my commit during the run")
+    now = UserState.capture(repo)
+    assert "refs/heads/reference" not in now.refs
+    assert now.stash == ()
+    assert git(repo, "log", "-1", "--format=%s") == "my commit during the run"
+    assert not [m for m in reporter.messages if "restored" in m]
 
 
 def test_a_created_file_the_user_changed_meanwhile_is_kept(repo: Path) -> None:

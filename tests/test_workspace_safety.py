@@ -17,132 +17,27 @@ The wider sweep (every point x every signal) is marked slow.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fixtures.onboard_runs import (
+    DRIVER,
+    NEW_TORCH,
+    Onboard,
+    Run,
+    assert_nothing_left,
+    at,
+    finish,
+)
 from fixtures.user_state import UserState, git, give_user_work, marked_processes
 
-from onboard import lock, torchenv
+from onboard import lock
 from onboard.scope import JOURNAL, SCOPE_DIR
-
-DRIVER = Path(__file__).parent / "fixtures" / "onboard_driver.py"
-SMALL_TREE = "40"  # files of the wheel in a test reference tree (plus what new-op edits)
-NEW_TORCH = "2.14.0+cpu"
-
-
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def json(self) -> dict[str, object]:
-        data = json.loads(self.stdout)
-        assert isinstance(data, dict)
-        return data
-
-
-@pytest.fixture(scope="session")
-def probe_payload(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The probe child's answer for this interpreter, once per session."""
-    folder = tmp_path_factory.mktemp("probe")
-    code = Path(torchenv.__file__).with_name("_probe_child.py").read_text()
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=folder, check=True
-    )
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith(torchenv._MARKER)][-1]
-    path = folder / "payload.json"
-    path.write_text(line[len(torchenv._MARKER) :])
-    return path
-
-
-@dataclass
-class Onboard:
-    """Starts the driver with the session's probe and a small reference tree."""
-
-    payload: Path
-    mark: str
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            ONBOARD_TEST_PROBE=str(self.payload),
-            ONBOARD_TEST_TREE_FILES=SMALL_TREE,
-            ONBOARD_TEST_MARK=self.mark,
-            ONBOARD_LOCK_WAIT="1",
-        )
-        env.pop("ONBOARD_RUN", None)
-        env.update(extra)
-        return env
-
-    def start(self, *args: str, cwd: Path | None = None, **extra: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, str(DRIVER), *args],
-            env=self.env(**extra),
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # the test's own signals stay out of it
-        )
-
-    def __call__(self, *args: str, cwd: Path | None = None, **extra: str) -> Run:
-        return finish(self.start(*args, cwd=cwd, **extra))
-
-
-def finish(process: subprocess.Popen[str], timeout: float = 300) -> Run:
-    out, err = process.communicate(timeout=timeout)
-    return Run(process.returncode, out, err)
-
-
-@pytest.fixture
-def onboard(probe_payload: Path) -> Onboard:
-    return Onboard(probe_payload, uuid.uuid4().hex)
-
-
-@pytest.fixture(scope="session")
-def template_ws(
-    tmp_path_factory: pytest.TempPathFactory, probe_payload: Path
-) -> Callable[[Path], Path]:
-    """Make a small --from-wheel workspace at a path (a real `onboard setup`)."""
-
-    def make(dest: Path) -> Path:
-        run = Onboard(probe_payload, uuid.uuid4().hex)("setup", str(dest), "--from-wheel")
-        assert run.returncode == 0, run.stderr
-        return dest
-
-    return make
-
-
-@pytest.fixture
-def ws(tmp_path: Path, template_ws: Callable[[Path], Path]) -> Path:
-    return template_ws(tmp_path / "ws")
-
-
-def assert_nothing_left(ws: Path, onboard: Onboard) -> None:
-    """No onboard process, held lock or journal remains after a run."""
-    deadline = time.monotonic() + 10
-    while marked_processes(onboard.mark) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert marked_processes(onboard.mark) == []
-    scope = ws / SCOPE_DIR
-    assert not (scope / JOURNAL).exists(), "a journal was left behind"
-    assert not lock.is_held(scope / "lock")
-    assert not [p for p in ws.parent.iterdir() if "onboard-partial" in p.name]
-
-
-def at(spec: str) -> dict[str, str]:
-    return {"ONBOARD_TEST_SIGNAL_AT": spec}
-
 
 # ---------------------------------------------------------------------------
 # setup re-run, torch unchanged: nothing to rebuild, whatever is checked out
@@ -320,7 +215,7 @@ def test_new_op_killed_outright_is_rolled_back_by_the_next_run(ws: Path, onboard
     assert UserState.capture(repo).branch == "onboard/new-op-my_frac"
     again = onboard("new-op", "my_frac", "--workspace", str(ws))
     assert again.returncode == 0, again.stderr
-    assert "stopped before it finished: rolling back" in again.stderr
+    assert "stopped before it finished: undoing what is still its own" in again.stderr
     before.assert_kept(UserState.capture(repo), head_may_move=True)
     assert git(repo, "rev-parse", "HEAD~1") == before.head
     assert_nothing_left(ws, onboard)

@@ -71,7 +71,7 @@ def build(
     from onboard.workflows.build import build as run_build
     from onboard.workflows.build import plan as make_plan
 
-    ws = ws_mod.require(workspace)
+    ws = ws_mod.require(workspace, writing=True)
     rep = reporter(as_json, verbose)
     the_plan = make_plan(
         ws,

@@ -62,7 +62,7 @@ def new_op(
     from onboard.console import emit
     from onboard.workflows.newop import scaffold
 
-    ws = ws_mod.require(workspace)
+    ws = ws_mod.require(workspace, writing=True)
     if reveal:
         from onboard.errors import BadInput
         from onboard.workflows.newop.reveal import reveal as reveal_op

@@ -23,7 +23,7 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
     from onboard.console import emit
     from onboard.workflows.verify import verify_via_nox
 
-    ws = ws_mod.require(workspace)
+    ws = ws_mod.require(workspace, writing=True)
     report = reporter(as_json, verbose)
     # One writer at a time: verify compiles into the workspace's cache and
     # writes its report there; the nox session it starts shares this lock.

@@ -280,7 +280,7 @@ def _existing_workspace(root: Path) -> workspace.Workspace | None:
             next_step="Pick a new folder: `onboard setup DIR`.",
         )
     if (root / workspace.CONFIG_NAME).is_file():
-        return workspace.load(root)
+        return workspace.load_for_writing(root)
     if root.is_dir() and any(root.iterdir()):
         raise BadInput(
             f"{root} is not empty and is not an onboard workspace (no {workspace.CONFIG_NAME}); "
@@ -759,10 +759,11 @@ class _Plan:
                 self._make_clone(st.path / CHECKOUT_DIR, target, result)
             result.disk = disk
             with signals.critical():
-                tx.created_tree(repo)
+                placed = tx.created_tree(repo)
                 if repo.exists():
                     repo.rmdir()  # an empty folder (resume refuses one with files)
                 os.rename(st.path / CHECKOUT_DIR, repo)
+                tx.tree_placed(placed)
         finally:
             shutil.rmtree(st.path, ignore_errors=True)
             st.release()

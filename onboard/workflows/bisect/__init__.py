@@ -201,7 +201,7 @@ def run_bisect(
             next_step="For example: `onboard bisect repro.py --wheels --good 2.11.0 --bad 2.13.0`.",
         )
 
-    ws = workspace.find(workspace_dir)
+    ws = workspace.find(workspace_dir, writing=True)
     repo_root = _resolve_repo(repo, ws, wheels)
     interpreter = python or (ws.python if ws else None) or sys.executable
     if shutil.which(interpreter) is None and not Path(interpreter).is_file():

@@ -198,6 +198,13 @@ def scaffold(
             files["header"] = fam.header
             manifest.save(ws.root, manifest.Manifest(name, fam, files, branch))
         result.commit = applied.commit
+        if applied.hook_failure:
+            from onboard import gitstate
+
+            plan.notes.append(
+                f"git switched to {branch}, then a post-checkout hook of yours (in "
+                f"{gitstate.hooks_folder(checkout)}) failed: {applied.hook_failure}"
+            )
         test_file = plan.paths().get("test", f"test/test_{name}.py")
         result.next_steps = [
             f"write the math in {plan.paths().get('CPU kernel')} (and the .cu), and the "

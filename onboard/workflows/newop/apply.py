@@ -27,6 +27,7 @@ class Applied:
     commit: str
     base_branch: str | None
     base_commit: str
+    hook_failure: str | None = None  # git switched, then the user's post-checkout hook failed
 
 
 def _write_file(path: Path, text: str) -> None:
@@ -82,7 +83,7 @@ def apply(
     base_commit = git.head_sha(checkout)
     assert base_commit is not None
     tx.watch(checkout)
-    tx.switch_new_branch(checkout, branch)
+    hook_failure = tx.switch_new_branch(checkout, branch)
     for change in plan.changes:
         path = checkout / change.path
         if change.created:
@@ -95,4 +96,4 @@ def apply(
     commit = git.commit_index(checkout, message)
     tx.ref_now_at(checkout, f"refs/heads/{branch}", commit)
     git.update_ref(checkout, f"refs/heads/{branch}", commit, old=base_commit)
-    return Applied(branch, commit, base_branch, base_commit)
+    return Applied(branch, commit, base_branch, base_commit, hook_failure)

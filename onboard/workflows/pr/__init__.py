@@ -197,7 +197,7 @@ def run(
         )
     ws = None
     if repo is None or workspace is not None:
-        ws = ws_mod.find(workspace)
+        ws = ws_mod.find(workspace, writing=True)
     repo_path = resolve_repo(repo, ws.checkout_path if ws else None)
     if ws is not None and repo is not None and git.get_root(ws.checkout_path) != repo_path:
         ws = None  # --repo names another checkout: the workspace does not describe it

@@ -1,0 +1,42 @@
+"""`onboard recover`: undo what an interrupted onboard run left, keep the rest."""
+
+from __future__ import annotations
+
+import click
+
+from onboard.commands._common import PathParam, common_options, reporter, workspace_option
+
+
+@click.command("recover")
+@click.option(
+    "--repo",
+    type=PathParam(file_okay=False),
+    default=None,
+    help="A checkout outside any workspace where `onboard bisect` or `onboard pr` was "
+    "interrupted (default: the workspace).",
+)
+@workspace_option
+@common_options
+def recover(repo: str | None, workspace: str | None, as_json: bool, verbose: bool) -> int:
+    """Undo what an interrupted onboard run (killed, or its terminal closed) left,
+    where it is still exactly onboard's, and say what was kept.
+
+    A file goes back only while it holds what onboard wrote; HEAD goes back only
+    while it is where onboard put it with no change of yours in the tree; a branch
+    onboard made is deleted only while nothing of yours is on it. Commands that
+    only read (where, doctor, ...) never do this; the next writing command does
+    it first anyway.
+
+    \b
+    Examples:
+      onboard recover                    # in (or under) a workspace
+      onboard recover --repo ~/pytorch   # after an interrupted bisect/pr in a clone
+      onboard recover --json
+    """
+    from onboard.console import emit_view
+    from onboard.views import recover as view
+    from onboard.workflows.recover import recover as run_recover
+
+    result = run_recover(workspace_dir=workspace, repo=repo, reporter=reporter(as_json, verbose))
+    emit_view(result, view.render, as_json=as_json, verbose=verbose)
+    return 0

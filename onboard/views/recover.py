@@ -1,0 +1,34 @@
+"""`onboard recover`'s output."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from onboard.console import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onboard.workflows.recover import RecoverResult
+
+
+def render(result: RecoverResult, console: Console, verbose: bool) -> None:
+    if result.nothing_to_do:
+        console.print(
+            "Nothing to recover: no interrupted onboard run left a journal in "
+            f"{escape(str(result.scope))}."
+        )
+        return
+    for run in result.runs:
+        command = f"`onboard {escape(run.command)}` (pid {run.pid})"
+        if run.set_aside:
+            console.print(
+                f"[yellow]unreadable journal[/] {escape(run.journal)}: kept as "
+                f"{escape(run.set_aside)}; nothing was undone from it"
+            )
+        elif not run.undone:
+            console.print(f"{command} had finished its work; only its journal was left")
+        else:
+            console.print(f"[green]recovered[/] {command}: undid what was still its own")
+            for note in run.notes or ["nothing of yours was in its way: all of it is undone"]:
+                console.print(f"  - {escape(note)}")

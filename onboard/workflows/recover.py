@@ -1,0 +1,67 @@
+"""`onboard recover`: finish what an interrupted onboard run left, and nothing else.
+
+A run killed outright (SIGKILL, a closed laptop, a power cut) leaves its
+journal in the workspace (or, for `bisect`/`pr` on a clone of the user's, in
+that repository's git folder). Commands that only read never roll back; the
+next writing command does, first thing, and this command does only that:
+under the lock, it undoes what is still the dead run's own by the rules of
+``onboard/transaction/undo.py`` and says what it kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from onboard import git, lock, signals, transaction, workspace
+from onboard.errors import BadInput
+from onboard.report import Reporter
+from onboard.scope import journals, scope_of
+
+
+@dataclass
+class RecoverResult:
+    scope: Path
+    runs: list[transaction.Recovered] = field(default_factory=list)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not self.runs
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "scope": str(self.scope),
+            "runs": [run.to_json() for run in self.runs],
+            "nothing_to_do": self.nothing_to_do,
+        }
+
+
+def _scope(workspace_dir: str | None, repo: str | None) -> tuple[Path, str]:
+    if repo is not None:
+        root = git.named_root(
+            repo,
+            next_step="Pass the folder of a git checkout, or run without --repo inside a "
+            "workspace.",
+        )
+        scope = transaction.scope_for_repo(root)
+        return scope, f"the repository {root}"
+    ws = workspace.require(workspace_dir)
+    return scope_of(ws.root), f"the workspace {ws.root}"
+
+
+def recover(
+    *, workspace_dir: str | None = None, repo: str | None = None, reporter: Reporter
+) -> RecoverResult:
+    scope, what = _scope(workspace_dir, repo)
+    result = RecoverResult(scope)
+    if not journals(scope):
+        return result
+    if not scope.is_dir():
+        raise BadInput(f"{scope} is not a folder.", next_step="Check the path.")
+    with (
+        signals.handlers(),
+        lock.acquire(scope / "lock", command="recover", what=what),
+        signals.critical(),
+    ):
+        result.runs = transaction.recover(scope, reporter)
+    return result
