@@ -77,12 +77,12 @@ def apply(
     tx: Transaction, checkout: Path, plan: Plan, branch: str, message: str, reporter: Reporter
 ) -> Applied:
     """Commit the scaffold on a new branch inside ``tx`` (which undoes it all on failure)."""
+    tx.watch(checkout)  # first: it refuses a checkout mid-rebase/merge/bisect by name
     preflight(checkout, plan, branch)
     reporter.step(f"writing {len(plan.changes)} files on branch {branch}")
     base_branch = git.current_branch(checkout)
     base_commit = git.head_sha(checkout)
     assert base_commit is not None
-    tx.watch(checkout)
     hook_failure = tx.switch_new_branch(checkout, branch)
     for change in plan.changes:
         path = checkout / change.path
