@@ -54,10 +54,3 @@ def cli() -> None:
     Start with `onboard doctor`, then `onboard setup DIR --from-wheel` (offline)
     or `onboard setup DIR` (a checkout of the installed commit from GitHub).
     """
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The entry point (``onboard.entry.main``), kept under its older name."""
-    from onboard.entry import main as entry_main
-
-    entry_main(argv)

@@ -198,7 +198,7 @@ def test_sigterm_runs_cleanup_and_exits_130(tmp_path: Path) -> None:
         "    finally:\n"
         f"        open({str(marker)!r}, 'w').write('yes')\n"
         "d.diagnose = diagnose\n"
-        "from onboard.cli import main\n"
+        "from onboard.entry import main\n"
         "main(['doctor', '--json'])\n"
     )
     proc = subprocess.run(

@@ -462,12 +462,12 @@ def _loader_failure(trace: cpp_trace.Trace) -> bool:
 
 def _import_failure(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
     """An extension would not load: no check raised this, the loader did. Ask the doctor."""
-    from onboard.workflows.doctor import extension
+    from onboard.workflows.doctor import extension, loader_error
 
     result.verdict = IMPORT_FAILED
     result.confidence = confidence.NONE
     script = _script_of(trace)
-    result.diagnosis = extension.explain_message(
+    result.diagnosis = loader_error.explain_message(
         ctx.python,
         trace.exc_type,
         trace.message or "",

@@ -239,41 +239,6 @@ def explain(env: TorchEnv, attempt: ImportAttempt, python: str | None, cwd: str)
     return [ctx.generic()]
 
 
-def explain_message(
-    python: str,
-    error_type: str | None,
-    message: str,
-    *,
-    module: str | None,
-    folders: list[str],
-    reporter: Reporter,
-) -> list[Finding]:
-    """The same analysis for an ImportError read from a traceback (``onboard locate``).
-
-    When torch itself does not import from here (a source tree shadowing it, a
-    broken install), the loader error is torch's own: the doctor's findings say why.
-    """
-    from onboard.workflows.doctor import diagnose
-
-    reporter.step(f"Probing the torch of {python} to read the extension's linkage")
-    report = diagnose(python, None, reporter)
-    env = report.env
-    # onboard probes from a neutral folder, so the installed torch imports there;
-    # a torch/ in the folder the user stands in is what failed for them.
-    shadowed = any(f.id == "torch-shadowed" for f in report.findings)
-    if env.torch is None or (shadowed and (module or "torch").split(".")[0] == "torch"):
-        return [f for f in report.findings if f.needs_action]
-    attempt = ImportAttempt(
-        f"`import {module}`" if module else "the import",
-        module,
-        False,
-        error_type,
-        message,
-    )
-    if module:
-        attempt.files = find_files(module, [*folders, *env.sys_path])
-    return explain(env, attempt, python, env.python.cwd)
-
 
 class _ExtensionContext(import_failure._Context):
     """The import-failure analysis, told about the user's extension instead of torch's _C."""
