@@ -25,7 +25,6 @@ from typing import Any
 from onboard import linkage as elf
 from onboard import proc
 from onboard.errors import OnboardError
-from onboard.report import Reporter
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor import import_failure
 from onboard.workflows.doctor.report import ERROR, INFO, Finding
@@ -237,7 +236,6 @@ def explain(env: TorchEnv, attempt: ImportAttempt, python: str | None, cwd: str)
     if attempt.error_type == "ModuleNotFoundError" and not files:
         return [ctx.not_found()]
     return [ctx.generic()]
-
 
 
 class _ExtensionContext(import_failure._Context):
