@@ -613,3 +613,20 @@ def test_a_skip_fails_in_ci_unless_the_test_needs_a_gpu(tmp_path: Path, ci: bool
         assert proc.returncode == 0, out
         assert "1 passed, 2 skipped, 1 xfailed" in out
         assert "SKIPPED [1] test_sample.py:8: redis-server is not installed" in out  # -rs
+
+
+def test_a_misspelt_marker_is_an_error_not_a_fast_test(tmp_path: Path) -> None:
+    """`--strict-markers` (pyproject.toml): `@pytest.mark.slwo` would otherwise run
+    an end-to-end check in the fast suite, unnoticed."""
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "test_typo.py").write_text(
+        "import pytest\n\n@pytest.mark.slwo\ndef test_x():\n    pass\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", str(root / "pyproject.toml"), "-q", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode != 0
+    assert "'slwo' not found in `markers` configuration option" in out.stdout + out.stderr
