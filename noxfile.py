@@ -74,6 +74,13 @@ def verify(session: nox.Session) -> None:
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """Write docs/commands.md from the Click commands (tests/test_docs.py fails when stale)."""
+    session.install("-e", ".")
+    session.run("python", "-m", "onboard.cli_reference", str(ROOT / "docs" / "commands.md"))
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: each prints ratios against a reference run on this machine."""
     # Installed as the README installs it (not editable): an editable install's
