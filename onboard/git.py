@@ -627,10 +627,6 @@ def checkout_quiet(repo: str | os.PathLike[str], target: str, *, detach: bool = 
     git(repo, *args, timeout=None, what=f"`git checkout {target}`")
 
 
-def reset_hard(repo: str | os.PathLike[str]) -> None:
-    git(repo, "reset", "-q", "--hard", "HEAD", timeout=None, what="`git reset --hard`")
-
-
 SUBMODULE_SYNC_IDLE_S = 300.0
 
 

@@ -215,11 +215,18 @@ def test_untracked_file_in_the_way_is_not_blamed_on_the_bounds(tmp_path: Path) -
     assert (repo / "notes.txt").read_text() == "mine, untracked\n"
 
 
-def test_a_repro_that_edits_a_tracked_file_is_undone(
+def _set_aside(repo: Path) -> list[str]:
+    """The stash entries onboard bisect made (their subjects)."""
+    listing = git("stash", "list", "--format=%gs", cwd=repo, check=False)
+    return [line for line in listing.splitlines() if "onboard bisect:" in line]
+
+
+def test_a_repro_that_edits_a_tracked_file_is_set_aside_not_lost(
     pytorch_repo_factory: RepoFactory, tmp_path: Path
 ) -> None:
     # git bisect refuses to check out over the edit when the next commit changes that file:
-    # onboard undoes the edit and marks again, and the tree ends as it began.
+    # onboard moves the edit into the stash (the user, not only the repro, may have made
+    # it), marks again, and the tree ends as it began.
     info = _make(pytorch_repo_factory)
     before = _state(info.path)
     repro = _repro(
@@ -235,8 +242,13 @@ def test_a_repro_that_edits_a_tracked_file_is_undone(
     result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=reporter)
     assert result.commits is not None and result.commits.culprit is not None
     assert result.commits.culprit.sha == info.regression_sha
-    assert any("undoing changes the repro made" in m for m in reporter.messages)
+    assert any("kept in the stash" in m for m in reporter.messages)
     assert _state(info.path) == before
+    kept = _set_aside(info.path)
+    assert kept
+    assert "stash list" in result.commits.notes[0] and str(len(kept)) in result.commits.notes[0]
+    patch = git("stash", "show", "-p", "stash@{0}", cwd=info.path)
+    assert "+# touched by the repro" in patch
 
 
 def test_a_repro_edit_no_checkout_touches_is_not_carried_into_the_next_test(
@@ -261,6 +273,7 @@ def test_a_repro_edit_no_checkout_touches_is_not_carried_into_the_next_test(
     assert result.commits is not None and result.commits.culprit is not None
     assert result.commits.culprit.sha == info.regression_sha
     assert _state(info.path) == before
+    assert _set_aside(info.path)  # each step's edit kept, none carried into the next test
 
 
 def test_segfault_counts_as_bad_and_does_not_abort(

@@ -417,4 +417,5 @@ def _commit_level(
         result = bisector.run(old_ref, new_ref, old, new, original, candidates)
     result.log = guard.saved_log
     result.restored_to = original.describe()
+    result.notes = guard.notes()
     return result

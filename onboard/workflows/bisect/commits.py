@@ -125,19 +125,12 @@ class CommitBisector:
                     shutil.rmtree(old, ignore_errors=True)
         return root / sha[:16]
 
-    def _clean(self) -> None:
+    def _clean(self, sha: str) -> None:
         # A repro or a build that edits tracked files would carry the edit
-        # into the next commit (or block its checkout): undo it. The tree was
-        # clean when we started, so these changes are never the user's.
-        changed = git.out(
-            self.repo, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all"
-        )
-        if changed.strip():
-            self.reporter.detail(
-                f"undoing changes the repro/build made to tracked files: {changed}"
-            )
-            with self.guard.critical():
-                git.reset_hard(self.repo)
+        # into the next commit (or block its checkout): set it aside (the
+        # guard keeps it in the stash: the user may have made it).
+        with self.guard.critical():
+            self.guard.set_aside_changes(sha[:12])
 
     def test(self, sha: str, label: str, phase: str) -> Step:
         ready, build, why = self.builder.prepare(sha)
@@ -148,7 +141,7 @@ class CommitBisector:
             # A build may rewrite tracked files; the bounds are checked out by onboard,
             # not by git bisect. While stepping, a repro's edit is undone when git bisect
             # refuses to check out over it (see _mark): no status round per step.
-            self._clean()
+            self._clean(sha)
         reason = verdict.reason if verdict.value == SKIP or verdict.flaky else ""
         return Step(sha, label, phase, self.terms.mark(verdict.value), verdict, reason, build)
 
@@ -157,19 +150,12 @@ class CommitBisector:
         so an edit of a tracked file now is the repro's: it is undone before the next
         commit is checked out, or it would be tested along with that commit."""
         with self.guard.critical():
+            where = git.head_sha(self.repo) or "HEAD"
             if not git.tree_matches_head(self.repo):
-                self.reporter.detail(
-                    "undoing changes the repro made to tracked files: "
-                    + ", ".join(git.status_porcelain(self.repo, untracked=False))
-                )
-                git.reset_hard(self.repo)
+                self.guard.set_aside_changes(where[:12])
             answer = git.bisect_mark(self.repo, term)
             if not answer.ok and _LOCAL_CHANGES in answer.stderr:
-                self.reporter.detail(
-                    "undoing changes the repro made to tracked files: "
-                    + ", ".join(git.status_porcelain(self.repo, untracked=False))
-                )
-                git.reset_hard(self.repo)
+                self.guard.set_aside_changes(where[:12])
                 answer = git.bisect_mark(self.repo, term)
         return self._answer_text(answer)
 

@@ -85,6 +85,9 @@ class RepoGuard:
     log_path: Path
     resync_submodules: Any = None  # callable -> bool: were submodules synced?
     saved_log: Path | None = None
+    # Changes to tracked files found between steps, kept as stash entries:
+    # "stash message" lines for the result's notes.
+    set_aside: list[str] = field(default_factory=list)
     _signals: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     # -- signals (onboard/signals.py: one mechanism for every command) ---
@@ -114,6 +117,32 @@ class RepoGuard:
         finally:
             self._signals.close()
 
+    # -- tracked changes found mid-bisect -------------------------------
+
+    def set_aside_changes(self, where: str) -> None:
+        """Tracked files changed while the bisect ran: a repro or a build did it,
+        or the user did, in another terminal. Either way they must not travel to
+        the next commit, and they are not onboard's to throw away: they go into
+        the user's stash, named, and the result says so (call under ``critical``)."""
+        changed = git.status_porcelain(self.repo, untracked=False)
+        if not changed:
+            return
+        message = f"onboard bisect: tracked files changed at {where}"
+        git.git(self.repo, "stash", "push", "-q", "-m", message, what="keeping those changes")
+        shown = ", ".join(git.porcelain_path(line) for line in changed[:3])
+        self.reporter.detail(f"tracked files changed at {where} ({shown}): kept in the stash")
+        self.set_aside.append(message)
+
+    def notes(self) -> list[str]:
+        if not self.set_aside:
+            return []
+        return [
+            f"tracked files changed during the bisect (by the repro, a build, or you) at "
+            f"{len(self.set_aside)} step(s); onboard kept each change in your stash instead of "
+            f'discarding it: `git -C {self.repo} stash list` shows them as "onboard bisect: '
+            '..."; `git stash show -p stash@{N}` to look, `git stash drop stash@{N}` to drop'
+        ]
+
     # -- restore --------------------------------------------------------
 
     def _fix(self) -> str:
@@ -141,10 +170,9 @@ class RepoGuard:
         except (OSError, OnboardError) as exc:
             self.reporter.step(f"could not save the bisect log: {exc}")
         try:
-            # The tree was clean when we started: any tracked change now was
-            # made by a repro or a build, never by the user.
-            if git.status_porcelain(repo, untracked=False):
-                git.reset_hard(repo)
+            # The tree was clean when we started: a tracked change now is a
+            # repro's, a build's or the user's, and goes to the stash, not away.
+            self.set_aside_changes("the end")
             if git.bisect_in_progress(repo):
                 result = git.bisect_reset(repo, o.ref)
                 if not result.ok:

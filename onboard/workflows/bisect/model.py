@@ -164,6 +164,7 @@ class CommitBisect:
     log: Path | None = None
     restored_to: str = ""
     builds: int = 0
+    notes: list[str] = field(default_factory=list)  # what the user should know (set-aside changes)
 
     @property
     def executions(self) -> int:
@@ -201,6 +202,7 @@ class CommitBisect:
             "log": str(self.log) if self.log else None,
             "replay": self.replay,
             "restored_to": self.restored_to,
+            "notes": self.notes,
         }
 
     @property
@@ -323,7 +325,7 @@ class BisectResult:
                 table.add_row("bisect log", f"{c.log}  (replay: {c.replay})")
             table.add_row("checkout", f"back on {c.restored_to}")
             console.print(table)
-        for note in self.notes:
+        for note in self.notes + (self.commits.notes if self.commits else []):
             console.print(f"[yellow]note:[/] {escape(note)}")
 
 
