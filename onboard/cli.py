@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "new-op": "onboard.commands.new_op:new_op",
     "pr": "onboard.commands.pr:pr",
     "setup": "onboard.commands.setup:setup",
+    "stuck": "onboard.commands.stuck:stuck",
     "verify": "onboard.commands.verify:verify",
 }
 
