@@ -15,7 +15,7 @@ from onboard.commands._common import (
 
 
 @click.command("stuck", cls=DashDashCommand, options_metavar="[OPTIONS] [PID | -- PROGRAM...]")
-@click.argument("pid", type=int, required=False)
+@click.argument("pid", required=False)
 @click.option(
     "--after",
     type=float,
@@ -37,7 +37,7 @@ from onboard.commands._common import (
 @python_option(help="The interpreter for `python` in the command (default: the one named).")
 @common_options
 def stuck(
-    pid: int | None,
+    pid: str | None,
     after: float,
     timeout: float | None,
     kill: bool,
@@ -78,6 +78,11 @@ def stuck(
             "Give a process id or a command after `--` (not both, not neither).",
             next_step="Run `onboard stuck -- python train.py` or `onboard stuck PID`.",
         )
+    if pid is not None and not pid.isdigit():
+        raise BadInput(
+            f"{pid!r} is not a process id (a number).",
+            next_step="Find it with `pgrep -af python`, then run `onboard stuck PID`.",
+        )
     printed: list[int] = []
 
     def show(snapshot: object) -> None:
@@ -86,7 +91,7 @@ def stuck(
             printed.append(1)
 
     result = run_stuck(
-        pid=pid,
+        pid=int(pid) if pid is not None else None,
         command=command,
         after=after,
         timeout=timeout,
