@@ -50,7 +50,9 @@ def line_of(path: Path, needle: str) -> int:
 def torch_file(module: str) -> str:
     """The installed torch's file for a module, asked of a fresh interpreter."""
     code = f"import importlib; print(importlib.import_module({module!r}).__file__)"
-    return subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [PY, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def onboard_cli(*args: str, **kwargs: object) -> subprocess.Popen[str]:
@@ -302,7 +304,7 @@ def test_attach_refused_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
         monkeypatch.setattr(os, "geteuid", lambda: 65534)
         as_user = tools.denied(target.pid, "gdb")
         assert "belongs to user 0" in as_user.message
-        assert f"sudo env PATH=\"$PATH\" onboard stuck {target.pid}" in (as_user.next_step or "")
+        assert f'sudo env PATH="$PATH" onboard stuck {target.pid}' in (as_user.next_step or "")
     finally:
         target.kill()
         target.wait()
@@ -315,7 +317,9 @@ def test_cuda_wait_is_named_and_not_checked_without_a_gpu() -> None:
         Frame(NATIVE, "c10::cuda::device_synchronize()", library="/x/torch/lib/libc10_cuda.so"),
         Frame(NATIVE, "cudaDeviceSynchronize", library="/x/torch/lib/libcudart.so.12"),
     ]
-    picture = Picture(11, "python train.py", "the program", "pystack", [Thread(11, "python", frames)])
+    picture = Picture(
+        11, "python train.py", "the program", "pystack", [Thread(11, "python", frames)]
+    )
     found = cuda.diagnose([picture], Context(gpu=False))
     assert [d.kind for d in found] == ["cuda"]
     assert not found[0].checked and "no CUDA device" in found[0].unchecked_why

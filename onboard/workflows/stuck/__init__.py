@@ -66,10 +66,14 @@ def stuck(
     ctx = _tree(workspace, python, reporter)
     mapper = Mapper(ctx)
     context = Context(gpu=_gpu(), default_timeout=_default_timeout(ctx))
-    notes = [] if ctx is not None else [
-        "No onboard workspace was found: native frames are not mapped to source. Make one "
-        "with `onboard setup DIR --from-wheel` (offline) and pass --workspace DIR."
-    ]
+    notes = (
+        []
+        if ctx is not None
+        else [
+            "No onboard workspace was found: native frames are not mapped to source. Make one "
+            "with `onboard setup DIR --from-wheel` (offline) and pass --workspace DIR."
+        ]
+    )
     if pid is not None:
         result = _attach(pid, stack_tools, mapper, context, kill, reporter)
     else:
@@ -105,7 +109,9 @@ def _default_timeout(ctx: TreeContext | None) -> SourceLoc | None:
         if "kBackendDefaultTimeout =" in text:
             value = text.strip() + (" " + lines[number].strip() if number < len(lines) else "")
             loc = ctx.source_map.loc(BACKEND_HPP, number)
-            return SourceLoc(loc.path, loc.line, loc.url, loc.in_checkout, text=value, local=loc.local)
+            return SourceLoc(
+                loc.path, loc.line, loc.url, loc.in_checkout, text=value, local=loc.local
+            )
     return None
 
 
@@ -188,7 +194,9 @@ def _run(
     on_snapshot: Callable[[Snapshot], None],
 ) -> StuckResult:
     if not argv:
-        raise BadInput("No command was given after `--`.", next_step="Run `onboard stuck -- python train.py`.")
+        raise BadInput(
+            "No command was given after `--`.", next_step="Run `onboard stuck -- python train.py`."
+        )
     if python and argv[0] in ("python", "python3"):
         argv[0] = python
     reporter.step(

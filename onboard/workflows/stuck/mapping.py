@@ -173,9 +173,15 @@ class Mapper:
         alternatives: list[str] = []
         for name in names.values():
             if name.owner:
-                alternatives.append(rf"{re.escape(name.owner)}::{re.escape(name.function)}[[:space:]]*\(")
-                alternatives.append(rf"^(class|struct)[[:space:]][^;(]*{re.escape(name.owner)}([^[:alnum:]_;]|$)")
-            alternatives.append(rf"^[A-Za-z_][^;=(]*[[:space:]*&]{re.escape(name.function)}[[:space:]]*\(")
+                alternatives.append(
+                    rf"{re.escape(name.owner)}::{re.escape(name.function)}[[:space:]]*\("
+                )
+                alternatives.append(
+                    rf"^(class|struct)[[:space:]][^;(]*{re.escape(name.owner)}([^[:alnum:]_;]|$)"
+                )
+            alternatives.append(
+                rf"^[A-Za-z_][^;=(]*[[:space:]*&]{re.escape(name.function)}[[:space:]]*\("
+            )
         try:
             text = git.grep_null(checkout, "|".join(alternatives), _CPP_SPECS, timeout=60)
         except OnboardError:
@@ -196,9 +202,7 @@ class Mapper:
             qualified = re.compile(
                 rf"^[\w:<>,*&\s~]*\b{re.escape(name.owner)}::{re.escape(name.function)}\s*\("
             )
-            defs = [
-                h for h in hits if qualified.match(h[2]) and not h[2].rstrip().endswith(";")
-            ]
+            defs = [h for h in hits if qualified.match(h[2]) and not h[2].rstrip().endswith(";")]
             defs.sort(key=lambda h: (folder is not None and not h[0].startswith(folder), h[0]))
             if defs:
                 return smap.loc(defs[0][0], defs[0][1]), "defined here"

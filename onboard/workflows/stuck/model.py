@@ -84,9 +84,7 @@ class Thread:
         return out[::-1]
 
     def has_native(self, *needles: str) -> bool:
-        return any(
-            n in f.function for f in self.frames if f.kind == NATIVE for n in needles
-        )
+        return any(n in f.function for f in self.frames if f.kind == NATIVE for n in needles)
 
     def has_python(self, file_end: str, *functions: str) -> bool:
         return any(

@@ -169,14 +169,14 @@ def explain(ctx: TreeContext, crash: Crash, argv: list[str], result: LocateResul
     result.chain = layers
     result.python_frames = python_locs
     result.explanation = (
-            f"`{shown}` was killed by {crash.signal} in native code: no Python exception was "
-            f"raised. Its C++ frames come from {crash.source} ({how}), mapped to the checkout "
+        f"`{shown}` was killed by {crash.signal} in native code: no Python exception was "
+        f"raised. Its C++ frames come from {crash.source} ({how}), mapped to the checkout "
         f"below with the Python frames that called in.{where}"
     )
     result.next_step = (
-            "Read the kernel's source at the deepest layer: an invalid pointer (a tensor made "
-            "from foreign memory: torch.frombuffer, from_blob, DLPack, ctypes), a wrong size or "
-            "stride, or an extension's kernel are the usual causes. `onboard build` gives a "
+        "Read the kernel's source at the deepest layer: an invalid pointer (a tensor made "
+        "from foreign memory: torch.frombuffer, from_blob, DLPack, ctypes), a wrong size or "
+        "stride, or an extension's kernel are the usual causes. `onboard build` gives a "
         "debug build that gdb can step through."
     )
     if ctx.ws.is_reference:
@@ -200,4 +200,3 @@ def not_read(argv: list[str], code: int, why: str, result: LocateResult) -> None
 
 def _short(symbol: str) -> str:
     return cpp_trace.classify(symbol).name or symbol
-

@@ -152,5 +152,7 @@ def faulthandler(text: str) -> list[Frame]:
             continue
         mo = _FAULT_FRAME.match(raw)
         if mo and block:
-            frames.insert(0, Frame(PYTHON, mo.group("func"), mo.group("file"), int(mo.group("line"))))
+            frames.insert(
+                0, Frame(PYTHON, mo.group("func"), mo.group("file"), int(mo.group("line")))
+            )
     return frames

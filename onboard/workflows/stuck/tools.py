@@ -143,7 +143,7 @@ def denied(pid: int, tool: str) -> AttachDenied:
     """The exact reason ptrace was refused, and its fix."""
     scope = processes.ptrace_scope()
     uid, me = processes.owner(pid), os.geteuid()
-    again = f"sudo env PATH=\"$PATH\" onboard stuck {pid}"
+    again = f'sudo env PATH="$PATH" onboard stuck {pid}'
     if scope == 3:
         return AttachDenied(
             f"{tool} may not attach to process {pid}: kernel.yama.ptrace_scope is 3, which "

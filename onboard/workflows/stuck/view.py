@@ -74,7 +74,9 @@ def _site(console: Console, loc: SourceLoc, indent: str) -> None:
 
 
 def _process(console: Console, picture: Picture, verbose: bool) -> None:
-    console.print(f"\n[bold]{_esc(picture.role)}[/] pid {picture.pid}: {_esc(picture.command[:160])}")
+    console.print(
+        f"\n[bold]{_esc(picture.role)}[/] pid {picture.pid}: {_esc(picture.command[:160])}"
+    )
     if picture.error:
         console.print(f"  [yellow]{_esc(picture.error)}[/]")
         return
@@ -83,7 +85,9 @@ def _process(console: Console, picture: Picture, verbose: bool) -> None:
 
 
 def _thread(console: Console, thread: Thread, verbose: bool) -> None:
-    gil = {HOLDS_GIL: " [holds the GIL]", WAITS_GIL: " [waits for the GIL]"}.get(thread.gil or "", "")
+    gil = {HOLDS_GIL: " [holds the GIL]", WAITS_GIL: " [waits for the GIL]"}.get(
+        thread.gil or "", ""
+    )
     name = f" '{thread.name}'" if thread.name else ""
     console.print(f"  thread {thread.tid}{_esc(name)}{_esc(gil)}")
     frames = thread.frames if verbose else _worth_showing(thread)
@@ -107,7 +111,9 @@ def _worth_showing(thread: Thread) -> list[Frame]:
 def _frame(console: Console, frame: Frame, verbose: bool) -> None:
     if frame.kind == NATIVE:
         lib = (frame.library or "").rsplit("/", 1)[-1]
-        name = frame.function if verbose or len(frame.function) < 140 else frame.function[:137] + "..."
+        name = (
+            frame.function if verbose or len(frame.function) < 140 else frame.function[:137] + "..."
+        )
         console.print(f"    [magenta]{_esc(name)}[/] [dim]{_esc(lib)}[/]")
         if frame.where is not None:
             console.print(f"      -> {_esc(frame.where.label + frame.where.status)}")

@@ -18,7 +18,7 @@ from onboard.workflows.stuck.result import Snapshot
 
 # On-demand signals: Ctrl-\ in the terminal sends SIGQUIT (to onboard alone: the
 # program runs in its own session), `kill -USR1 <onboard's pid>` from elsewhere.
-ON_DEMAND = {signal.SIGQUIT: "Ctrl-\\ (SIGQUIT)", signal.SIGUSR1: "SIGUSR1"}
+ON_DEMAND: dict[int, str] = {signal.SIGQUIT: "Ctrl-\\ (SIGQUIT)", signal.SIGUSR1: "SIGUSR1"}
 
 
 @dataclass

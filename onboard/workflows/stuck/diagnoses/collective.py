@@ -97,9 +97,7 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
 
 
 def _c10d_frame(thread: Thread) -> Frame | None:
-    return next(
-        (f for f in reversed(thread.python_frames) if (f.file or "").endswith(C10D)), None
-    )
+    return next((f for f in reversed(thread.python_frames) if (f.file or "").endswith(C10D)), None)
 
 
 def _native_wait(thread: Thread) -> bool:

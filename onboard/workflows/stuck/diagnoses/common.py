@@ -156,4 +156,6 @@ def first_native(thread: Thread, *needles: str) -> Frame | None:
 
 def innermost_torch(thread: Thread) -> Frame | None:
     """The deepest frame in torch's own libraries (where it waits)."""
-    return next((f for f in reversed(thread.frames) if f.kind == NATIVE and f.in_torch_library), None)
+    return next(
+        (f for f in reversed(thread.frames) if f.kind == NATIVE and f.in_torch_library), None
+    )

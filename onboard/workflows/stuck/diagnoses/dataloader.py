@@ -36,9 +36,7 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
     if not waiting:
         return []
     main, thread = waiting[0]
-    workers = [
-        (p, t) for p in pictures for t in p.threads if t.has_python(WORKER, "_worker_loop")
-    ]
+    workers = [(p, t) for p in pictures for t in p.threads if t.has_python(WORKER, "_worker_loop")]
     evidence = [f"{thread_label(main, thread)} waits in {at(_frame(thread, DATALOADER))}"]
     sites = [s for s in (loc(_frame(thread, DATALOADER)),) if s]
     blocked: list[str] = []
@@ -56,7 +54,7 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
             "_try_get_data checks that they are alive every MP_STATUS_CHECK_INTERVAL (5 s) and "
             "raises once it notices."
         )
-        tries = (
+        tries: tuple[str, ...] = (
             "Look for 'Killed' / 'DataLoader worker (pid N) is killed by signal' in the output "
             "and in `dmesg` (the OOM killer).",
             "Run with num_workers=0 to see the dataset's own error in the main process.",
