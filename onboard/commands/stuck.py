@@ -14,8 +14,8 @@ from onboard.commands._common import (
 )
 
 
-@click.command("stuck", cls=DashDashCommand, options_metavar="[OPTIONS] [PID | -- PROGRAM...]")
-@click.argument("pid", required=False)
+@click.command("stuck", cls=DashDashCommand)
+@click.argument("pid", required=False, metavar="[PID | -- PROGRAM...]")
 @click.option(
     "--after",
     type=float,

@@ -57,8 +57,11 @@ def render_snapshot(snap: Snapshot, console: Console, verbose: bool) -> None:
         console.print(f"   [bold]what it means[/]: {_esc(diag.meaning)}")
         for step in diag.try_next:
             console.print(f"   [bold]try[/]: {_esc(step)}")
+        shown: set[str] = set()
         for site in diag.sites:
-            _site(console, site, "   ")
+            if site.label not in shown:  # two workers blocked on one line: shown once
+                _site(console, site, "   ")
+            shown.add(site.label)
     for picture in snap.pictures:
         _process(console, picture, verbose)
     for skipped in snap.skipped:
