@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "pr": "onboard.commands.pr:pr",
     "recover": "onboard.commands.recover:recover",
     "setup": "onboard.commands.setup:setup",
+    "stuck": "onboard.commands.stuck:stuck",
     "verify": "onboard.commands.verify:verify",
 }
 

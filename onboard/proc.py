@@ -607,6 +607,42 @@ def detach(work: Callable[[], None]) -> bool:
     return True
 
 
+class Passthrough:
+    """A user's program whose output goes straight to onboard's own stdout and stderr
+    (``stdout_to_stderr``: both to stderr, so a ``--json`` answer stays alone on
+    stdout), in its own session: Ctrl-\\ in the terminal reaches onboard, not the
+    program. Its environment is the user's own (no ``LC_ALL=C``), marked like every
+    child so that ``reaping`` stops whatever it started that is left."""
+
+    def __init__(self, args: Sequence[str], *, stdout_to_stderr: bool = False) -> None:
+        self.argv = list(args)
+        env = _marked_env(dict(os.environ))
+        self._child = env[CHILD_ENV]
+        _started[0] += 1
+        try:
+            self._popen = subprocess.Popen(
+                self.argv,
+                env=env,
+                stdout=sys.stderr.fileno() if stdout_to_stderr else None,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise _cannot_start(self.argv, None, exc) from exc
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def stop(self, grace: float | None = None) -> int:
+        """Stop it with its process group (SIGTERM, then SIGKILL); its exit status."""
+        if self._popen.poll() is None:
+            _kill_group(self._popen, self._child, grace=grace)  # type: ignore[arg-type]
+        return self._popen.wait()
+
+
 class Child:
     """A command that gives one answer and may go on working after it.
 

@@ -242,6 +242,7 @@ NOT_PATHS = {
     ("graph", "variables"): "a global variable's name",
     ("ab", "side_a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
     ("ab", "side_b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
+    ("stuck", "pid"): "a process id (checked by stuck)",
 }
 
 

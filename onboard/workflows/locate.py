@@ -277,6 +277,13 @@ def locate(
                 "compiled libraries: Python started there imports it instead of the installed "
                 "torch. Run the command from another folder."
             )
+        if run.returncode < 0 and trace.message is None:
+            from onboard.workflows.stuck import native_crash
+
+            if native_crash.fatal(run.returncode):  # its C++ frames, mapped like a trace
+                native_crash.answer(ctx, argv, run.returncode, output, timeout, result)
+                result.commit = ctx.ws.commit
+                return result
         if trace.message is None and not trace.sites:
             _no_exception(result, argv, run.returncode, run.stderr)
             result.commit = ctx.ws.commit

@@ -1,0 +1,107 @@
+"""`onboard stuck`: where every thread of a hung PyTorch program waits, and why."""
+
+from __future__ import annotations
+
+import click
+
+from onboard.commands._common import (
+    DashDashCommand,
+    after_dashes,
+    common_options,
+    python_option,
+    reporter,
+    workspace_option,
+)
+
+
+@click.command("stuck", cls=DashDashCommand)
+@click.argument("pid", required=False, metavar="[PID | -- PROGRAM...]")
+@click.option(
+    "--after",
+    type=float,
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Take the snapshot once the program made no progress this long (no Python line "
+    "changed and no CPU used).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Stop the program after this long (a snapshot is taken first). Default: no limit.",
+)
+@click.option("--kill", is_flag=True, help="Stop the program after the snapshot.")
+@workspace_option
+@python_option(help="The interpreter for `python` in the command (default: the one named).")
+@common_options
+def stuck(
+    pid: str | None,
+    after: float,
+    timeout: float | None,
+    kill: bool,
+    workspace: str | None,
+    python: str | None,
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    """Show where every thread of a hung PyTorch program waits: each process
+    (DataLoader workers and ranks too), each thread's Python and C++ frames, torch's
+    frames at their source lines in the workspace checkout, and the waits it recognises
+    (a DataLoader waiting on its workers, a collective waiting on a peer, a GIL or lock
+    deadlock with a C++ thread, a Python deadlock, a CUDA synchronize).
+
+    \b
+    onboard stuck -- python train.py             run it; snapshot when it stops making progress
+    onboard stuck --after 30 -- python train.py  ... after 30 s without progress
+    onboard stuck --kill --timeout 600 -- python train.py
+    onboard stuck PID                            a process that is already hung
+    onboard stuck --json PID
+
+    While it runs: Ctrl-\\ (or `kill -USR1 ONBOARD_PID`) takes a snapshot now; the
+    program goes on after a snapshot unless --kill; Ctrl-C stops it. The program's
+    output passes through (onto stderr with --json). Stacks are read with pystack
+    (py-spy or gdb where it cannot), which pause each process while they read it.
+
+    Exit status: 0 when a snapshot was taken or the program ended cleanly, 1 when it
+    failed before any snapshot, 130 on Ctrl-C.
+    """
+    from onboard.console import emit, stdout_console
+    from onboard.errors import BadInput
+    from onboard.workflows.stuck import stuck as run_stuck
+    from onboard.workflows.stuck.view import render_snapshot
+
+    command = after_dashes()
+    if (pid is None) == (command is None):
+        raise BadInput(
+            "Give a process id or a command after `--` (not both, not neither).",
+            next_step="Run `onboard stuck -- python train.py` or `onboard stuck PID`.",
+        )
+    if pid is not None and not pid.isdigit():
+        raise BadInput(
+            f"{pid!r} is not a process id (a number).",
+            next_step="Find it with `pgrep -af python`, then run `onboard stuck PID`.",
+        )
+    printed: list[int] = []
+
+    def show(snapshot: object) -> None:
+        if not as_json:
+            render_snapshot(snapshot, stdout_console(), verbose)  # type: ignore[arg-type]
+            printed.append(1)
+
+    result = run_stuck(
+        pid=int(pid) if pid is not None else None,
+        command=command,
+        after=after,
+        timeout=timeout,
+        kill=kill,
+        workspace=workspace,
+        python=python,
+        quiet_stdout=as_json,
+        reporter=reporter(as_json, verbose),
+        on_snapshot=show,
+    )
+    result.printed = len(printed)
+    emit(result, as_json=as_json, verbose=verbose)
+    return result.exit_code

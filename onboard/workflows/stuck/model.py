@@ -1,0 +1,157 @@
+"""What a picture of a process is made of: threads, their frames, caller first.
+
+Frames come from the stack tool (pystack, py-spy or gdb) as it printed them;
+``where`` is filled in later by ``mapping`` (a torch frame's function in the
+checkout, a Python frame's line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from onboard.workflows.opsource.paths import SourceLoc
+
+PYTHON = "python"
+NATIVE = "native"
+# What a thread does with the GIL, as the tool read it from the interpreter.
+HOLDS_GIL = "holds"
+WAITS_GIL = "waits"
+
+
+@dataclass
+class Frame:
+    kind: str  # PYTHON / NATIVE
+    function: str  # Python: the function; native: the symbol as printed (demangled)
+    file: str | None = None  # Python: the file; native: a source file when the binary has one
+    line: int | None = None
+    library: str | None = None  # native: the shared object it is in
+    text: str | None = None  # Python: the source line, when the tool printed it
+    where: SourceLoc | None = None  # mapped: the place in PyTorch's source (or the user's file)
+    note: str = ""  # mapped: why there is no place ("not in this checkout", ...)
+
+    @property
+    def in_torch_library(self) -> bool:
+        lib = (self.library or "").rsplit("/", 1)[-1]
+        return lib.startswith(("libtorch", "libc10", "libshm", "_C.")) or (
+            "/torch/lib/" in (self.library or "")
+        )
+
+    @property
+    def label(self) -> str:
+        if self.kind == PYTHON:
+            return f"{self.function} ({self.file}:{self.line})"
+        lib = (self.library or "").rsplit("/", 1)[-1]
+        return f"{self.function} [{lib}]" if lib else self.function
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "function": self.function,
+            "file": self.file,
+            "line": self.line,
+            "library": self.library,
+            "text": self.text,
+            "source": self.where.to_json() if self.where else None,
+            "note": self.note or None,
+        }
+
+
+@dataclass
+class Thread:
+    tid: int
+    name: str
+    frames: list[Frame] = field(default_factory=list)  # caller first
+    gil: str | None = None  # HOLDS_GIL / WAITS_GIL / None (neither, or not known)
+
+    @property
+    def python_frames(self) -> list[Frame]:
+        return [f for f in self.frames if f.kind == PYTHON]
+
+    @property
+    def last_python(self) -> Frame | None:
+        frames = self.python_frames
+        return frames[-1] if frames else None
+
+    @property
+    def native_after_python(self) -> list[Frame]:
+        """The native frames the innermost Python frame called into, caller first."""
+        out: list[Frame] = []
+        for frame in reversed(self.frames):
+            if frame.kind == PYTHON:
+                break
+            out.append(frame)
+        return out[::-1]
+
+    def has_native(self, *needles: str) -> bool:
+        return any(n in f.function for f in self.frames if f.kind == NATIVE for n in needles)
+
+    def has_python(self, file_end: str, *functions: str) -> bool:
+        return any(
+            (f.file or "").endswith(file_end) and (not functions or f.function in functions)
+            for f in self.python_frames
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tid": self.tid,
+            "name": self.name,
+            "gil": self.gil,
+            "frames": [f.to_json() for f in self.frames],
+        }
+
+
+@dataclass
+class Picture:
+    """Every thread of one process at one moment, and how the tool got them."""
+
+    pid: int
+    command: str
+    role: str  # "the program", "DataLoader worker 1", "rank 0", ...
+    tool: str  # "pystack 1.7.2" / "py-spy 0.4.3" / "gdb"
+    threads: list[Thread] = field(default_factory=list)
+    seconds: float = 0.0  # the tool's run time
+    paused: float | None = None  # how long the process was seen stopped (None: not measured)
+    error: str | None = None  # why there are no threads (exited, not Python, no permission)
+    environ: dict[str, str] = field(default_factory=dict)  # RANK / LOCAL_RANK / WORLD_SIZE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "command": self.command,
+            "role": self.role,
+            "tool": self.tool,
+            "seconds": round(self.seconds, 3),
+            "paused_seconds": None if self.paused is None else round(self.paused, 3),
+            "error": self.error,
+            "environ": self.environ,
+            "threads": [t.to_json() for t in self.threads],
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One recognised wait: what it is, where, what it means, what to try."""
+
+    kind: str  # dataloader / collective / gil / callback_lock / cuda / python_deadlock
+    title: str
+    where: tuple[tuple[int, int], ...]  # (pid, tid) of the threads it is about
+    evidence: tuple[str, ...]  # the frames that show it, as read
+    meaning: str
+    try_next: tuple[str, ...]
+    sites: tuple[SourceLoc, ...] = ()  # the wait's source lines
+    checked: bool = True  # False: named from the stacks, not checked on this machine
+    unchecked_why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "threads": [{"pid": p, "tid": t} for p, t in self.where],
+            "evidence": list(self.evidence),
+            "meaning": self.meaning,
+            "try": list(self.try_next),
+            "sites": [s.to_json() for s in self.sites],
+            "checked": self.checked,
+            "not_checked_because": self.unchecked_why or None,
+        }
