@@ -67,10 +67,10 @@ def stuck(
     Exit status: 0 when a snapshot was taken or the program ended cleanly, 1 when it
     failed before any snapshot, 130 on Ctrl-C.
     """
-    from onboard.console import emit, stdout_console
+    from onboard.console import emit_view, stdout_console
     from onboard.errors import BadInput
+    from onboard.views.stuck import render_result, render_snapshot
     from onboard.workflows.stuck import stuck as run_stuck
-    from onboard.workflows.stuck.view import render_snapshot
 
     command = after_dashes()
     if (pid is None) == (command is None):
@@ -103,5 +103,5 @@ def stuck(
         on_snapshot=show,
     )
     result.printed = len(printed)
-    emit(result, as_json=as_json, verbose=verbose)
+    emit_view(result, render_result, as_json=as_json, verbose=verbose)
     return result.exit_code

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from onboard.workflows.stuck.model import Diagnosis, Picture
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    pass
 
 
 @dataclass
@@ -80,8 +80,3 @@ class StuckResult:
             "snapshots": [s.to_json() for s in self.snapshots],
             "notes": self.notes,
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.workflows.stuck import view
-
-        view.render_result(self, console, verbose)
