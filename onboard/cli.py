@@ -16,6 +16,7 @@ from onboard import __version__
 COMMANDS: dict[str, str] = {
     "ab": "onboard.commands.ab:ab",
     "bisect": "onboard.commands.bisect:bisect",
+    "blame": "onboard.commands.blame:blame",
     "build": "onboard.commands.build:build",
     "doctor": "onboard.commands.doctor:doctor",
     "harvest": "onboard.commands.harvest:harvest",
@@ -25,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "graph": "onboard.commands.graph:graph",
     "new-op": "onboard.commands.new_op:new_op",
     "pr": "onboard.commands.pr:pr",
+    "reviews": "onboard.commands.reviews:reviews",
     "setup": "onboard.commands.setup:setup",
     "verify": "onboard.commands.verify:verify",
 }
