@@ -190,6 +190,14 @@ def shallow_boundary(repo: str | os.PathLike[str]) -> list[str]:
     return text.split()
 
 
+def head(repo: str | os.PathLike[str]) -> str:
+    """HEAD's sha ("" in a repository without commits)."""
+    result = proc.run(
+        ["git", "-C", os.fspath(repo), "rev-parse", "-q", "--verify", "HEAD"], check=False
+    )
+    return result.stdout.strip()
+
+
 def commit_time(repo: str | os.PathLike[str], rev: str) -> int:
     """The committer time (epoch seconds) of ``rev``."""
     return int(_git(repo, "show", "-s", "--format=%ct", rev).strip() or 0)
@@ -203,15 +211,6 @@ def file_at(repo: str | os.PathLike[str], rev: str, path: str) -> str | None:
     """The file's text in ``rev`` (None when it is not there)."""
     result = proc.run(["git", "-C", os.fspath(repo), "show", f"{rev}:{path}"], check=False)
     return result.stdout if result.returncode == 0 else None
-
-
-def has_commit(repo: str | os.PathLike[str], rev: str) -> bool:
-    """Whether ``rev`` names a commit here; asked with ``rev-parse`` only when the
-    repository cannot fetch on a miss (a partial clone answers from its history)."""
-    if is_partial(repo):
-        return rev in commits_in_history(repo)
-    check = ["git", "-C", os.fspath(repo), "rev-parse", "-q", "--verify", f"{rev}^{{commit}}"]
-    return proc.run(check, check=False).returncode == 0
 
 
 # --- blame -------------------------------------------------------------------

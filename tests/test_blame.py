@@ -31,6 +31,7 @@ from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.reviews.run_blame import blame
+from onboard.workflows.reviews.run_reviews import reviews
 
 
 def _git_blame_sha(repo: Path, path: str, line: int, *ignore: str) -> str:
@@ -201,6 +202,10 @@ def test_a_depth1_clone_fetches_its_history_once_blobless(
     with pytest.raises(OnboardError) as info:
         blame(spec, workspace=str(ws), offline=True)
     assert "No history" in info.value.message and "once online" in (info.value.next_step or "")
+    with pytest.raises(OnboardError) as info:
+        reviews([UNARY_OPS], workspace=str(ws), offline=True)
+    assert "No history" in info.value.message
+    assert "onboard reviews sync" in (info.value.next_step or "")
 
     since = "2025-02-06"  # the fixture's commits are a day apart from 2025-02-01
     result = blame(spec, workspace=str(ws), api_url=api.url, since=since)

@@ -124,19 +124,19 @@ def test_sync_then_offline_and_an_interrupted_sync_goes_on(
 ) -> None:
     from onboard import github_cache
 
-    real = github_cache.CachedGitHub._write
+    real = github_cache.AnswerStore.write
     written = []
 
-    def interrupted(self: github_cache.CachedGitHub, *args: object) -> None:
+    def interrupted(self: github_cache.AnswerStore, *args: object) -> None:
         if len(written) == 3:
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt  # Ctrl-C between two answers
         written.append(args[0])
         real(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(github_cache.CachedGitHub, "_write", interrupted)
+    monkeypatch.setattr(github_cache.AnswerStore, "write", interrupted)
     with pytest.raises(KeyboardInterrupt):
         sync([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
-    monkeypatch.setattr(github_cache.CachedGitHub, "_write", real)
+    monkeypatch.setattr(github_cache.AnswerStore, "write", real)
     files = list(cache.cache_dir("github-api").rglob("*.json"))
     assert len(files) == 3 and all(json.loads(f.read_text())["key"] for f in files)
     assert not list(cache.cache_dir("github-api").rglob("*.tmp"))
@@ -291,3 +291,48 @@ def test_the_reference_tree_asks_the_api_for_a_files_commits(
     offline = reviews([path], workspace=str(ws.root), api_url=api.url, offline=True)
     assert [p.change.trailers.pr for p in offline.prs] == [150105, 150101]
     assert len(api.requests) == asked
+
+
+def test_an_op_reads_the_files_where_names(
+    review_repo: ReviewRepo, api: ReviewsAPI, tmp_path: Path
+) -> None:
+    from opsource_helpers import save_workspace
+
+    from onboard.workflows.where import where
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    git("clone", "-q", str(review_repo.path), str(root / "pytorch"))
+    save_workspace(root, "repo")
+    r = reviews(["trunc"], workspace=str(root), api_url=api.url)
+    anatomy = where("trunc", workspace=str(root))
+    named = {k.location.path for k in anatomy.kernels if k.location.in_checkout}
+    assert r.mode == "op" and named <= {f.target.path for f in r.files}
+    assert {UNARY_OPS, KERNEL} <= named
+    yaml = [f for f in r.files if f.target.path.endswith("native_functions.yaml")]
+    assert yaml and yaml[0].target.ranges  # only trunc's own entries
+    assert {9001, 9101} <= {t.root.id for t in r.threads}
+
+
+def test_pr_suggests_reviewers_from_rules_and_history(review_repo: ReviewRepo) -> None:
+    import re
+    from collections import Counter
+
+    from onboard.workflows.reviews.suggest import reviewers
+
+    counts: Counter[str] = Counter()
+    for path in (KERNEL, UNARY_OPS):
+        log = git("log", "--format=%B%x00", "-n", "30", "--", path, cwd=review_repo.path)
+        for message in log.split("\x00"):
+            for line in re.findall(r"^Approved by: (.*)$", message, re.M):
+                counts.update(u.rsplit("/", 1)[-1].strip() for u in line.split(","))
+    found = reviewers(review_repo.path, [KERNEL, UNARY_OPS], most=10)
+    by_login = {s.login: s for s in found}
+    for login, n in counts.items():
+        assert by_login[login].approved == n
+    # The CPU kernel's specific rule names its approvers; the catch-all rules name no one here.
+    assert (
+        by_login["mingfeima"].rules == ("CPU ATen backend",) and not by_login["mingfeima"].approved
+    )
+    assert "soumith" not in by_login
+    assert found[0].approved == max(counts.values())

@@ -3,10 +3,12 @@ by whom, and what reviewers said there."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import click
 
 from onboard.commands._common import common_options, reporter
-from onboard.commands.reviews import _check_modes, history_options
+from onboard.commands.reviews import HistoryOptions, check_modes, history_options, show
 
 
 @click.command("blame")
@@ -22,13 +24,7 @@ from onboard.commands.reviews import _check_modes, history_options
 def blame(
     spec: str,
     walk: bool,
-    since: str | None,
-    offline: bool,
-    refresh: bool,
-    api_url: str,
-    upstream: str | None,
-    repo: str | None,
-    workspace: str | None,
+    history: HistoryOptions,
     md: bool,
     as_json: bool,
     verbose: bool,
@@ -50,17 +46,8 @@ def blame(
     Exit status: 0 answered, 1 no history to blame with, 2 bad arguments (a path
     not in the checkout, a line beyond the file's end).
     """
-    _check_modes(as_json, md)
-    from onboard.console import emit
+    check_modes(as_json, md)
     from onboard.workflows.reviews.run_blame import blame as run
 
-    result = run(
-        spec, workspace=workspace, repo=repo, walk=walk, since=since, offline=offline,
-        refresh=refresh, api_url=api_url, upstream=upstream,
-        reporter=reporter(as_json or md, verbose),
-    )  # fmt: skip
-    if md:
-        click.echo(result.markdown(), nl=False)
-    else:
-        emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    result = run(spec, walk=walk, reporter=reporter(as_json or md, verbose), **asdict(history))
+    return show(result, md=md, as_json=as_json, verbose=verbose)

@@ -3,8 +3,10 @@ comments on the files you are changing."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import click
@@ -54,8 +56,39 @@ def check_owner_name(ctx: click.Context, param: click.Parameter, value: str | No
     return value
 
 
+@dataclass(frozen=True)
+class HistoryOptions:
+    """Where to read, how far back, and how to ask GitHub: what ``history_options``
+    parsed, handed to the workflow as keyword arguments (``asdict``)."""
+
+    workspace: str | None
+    repo: str | None
+    since: str | None
+    offline: bool
+    refresh: bool
+    api_url: str
+    upstream: str | None
+
+
 def history_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """What `reviews` and `blame` share: where to read, how far back, GitHub."""
+    """What `reviews` and `blame` share, handed to the command as one
+    ``history: HistoryOptions`` (and ``md``)."""
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        workspace: str | None,
+        repo: str | None,
+        since: str | None,
+        offline: bool,
+        refresh: bool,
+        api_url: str,
+        upstream: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        history = HistoryOptions(workspace, repo, since, offline, refresh, api_url, upstream)
+        return func(*args, history=history, **kwargs)
+
     options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option(
             "--since",
@@ -100,14 +133,26 @@ def history_options(func: Callable[..., Any]) -> Callable[..., Any]:
         workspace_option,
         click.option("--md", is_flag=True, help="Print Markdown (for a PR description)."),
     ]
+    decorated: Callable[..., Any] = wrapper
     for option in reversed(options):
-        func = option(func)
-    return func
+        decorated = option(decorated)
+    return decorated
 
 
-def _check_modes(as_json: bool, md: bool) -> None:
+def check_modes(as_json: bool, md: bool) -> None:
     if as_json and md:
         raise click.UsageError("--json and --md each print the whole answer: pick one.")
+
+
+def show(result: Any, *, md: bool, as_json: bool, verbose: bool) -> int:
+    """Print the answer (Markdown, JSON or text); its exit code."""
+    from onboard.console import emit
+
+    if md:
+        click.echo(result.markdown(), nl=False)
+    else:
+        emit(result, as_json=as_json, verbose=verbose)
+    return int(result.exit_code)
 
 
 @click.command("reviews", cls=SyncWord)
@@ -132,13 +177,7 @@ def reviews(
     reviewer: str | None,
     limit: int,
     base: str | None,
-    since: str | None,
-    offline: bool,
-    refresh: bool,
-    api_url: str,
-    upstream: str | None,
-    repo: str | None,
-    workspace: str | None,
+    history: HistoryOptions,
     md: bool,
     as_json: bool,
     verbose: bool,
@@ -165,31 +204,21 @@ def reviews(
     Exit status: 0 answered (notes say what was missing), 1 no history or a sync
     that could not fetch everything (what it fetched is kept), 2 bad arguments.
     """
-    _check_modes(as_json, md)
-    ctx = click.get_current_context()
-    from onboard.console import emit
-
-    if ctx.meta.get(_SYNC):
-        if offline:
-            raise click.UsageError("`reviews sync` fetches from GitHub: drop --offline.")
+    check_modes(as_json, md)
+    if click.get_current_context().meta.get(_SYNC):
+        if history.offline or md:
+            raise click.UsageError("`reviews sync` fetches and keeps: drop --offline and --md.")
         from onboard.workflows.reviews.run_reviews import sync
 
+        options = {k: v for k, v in asdict(history).items() if k != "offline"}
         synced = sync(
-            list(targets), workspace=workspace, repo=repo, since=since, limit=limit,
-            refresh=refresh, api_url=api_url, upstream=upstream, base=base,
-            reporter=reporter(as_json, verbose),
-        )  # fmt: skip
-        emit(synced, as_json=as_json, verbose=verbose)
-        return synced.exit_code
+            list(targets), limit=limit, base=base, reporter=reporter(as_json, verbose), **options
+        )
+        return show(synced, md=False, as_json=as_json, verbose=verbose)
     from onboard.workflows.reviews.run_reviews import reviews as run
 
     result = run(
-        list(targets), workspace=workspace, repo=repo, reviewer=reviewer, since=since,
-        limit=limit, offline=offline, refresh=refresh, api_url=api_url, upstream=upstream,
-        base=base, reporter=reporter(as_json or md, verbose),
+        list(targets), reviewer=reviewer, limit=limit, base=base,
+        reporter=reporter(as_json or md, verbose), **asdict(history),
     )  # fmt: skip
-    if md:
-        click.echo(result.markdown(), nl=False)
-    else:
-        emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return show(result, md=md, as_json=as_json, verbose=verbose)

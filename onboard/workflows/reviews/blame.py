@@ -13,11 +13,13 @@ brought back (git can blame it no further) names the pull request it relands.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from onboard import cache, git_history
 from onboard.workflows.reviews import trailers
+from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.tree import Tree
 
 IGNORE_FILE = ".git-blame-ignore-revs"
@@ -26,28 +28,6 @@ NOT_COMMITTED = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _IGNORED = {"key": str, "present": [str]}
 _SKIPPED_KINDS = (trailers.REVERT, trailers.RELAND, trailers.CODEMOD)
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    sha: str
-    date: str
-    author: str
-    subject: str
-    trailers: trailers.Trailers
-
-    @property
-    def title(self) -> str:
-        return trailers.title_of(self.subject)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "sha": self.sha,
-            "date": self.date,
-            "author": self.author,
-            "subject": self.subject,
-            **self.trailers.to_json(),
-        }
 
 
 @dataclass(frozen=True)
@@ -64,7 +44,7 @@ class Skipped:
 @dataclass
 class Blamed:
     lines: list[git_history.BlameLine]
-    commits: dict[str, CommitInfo]
+    commits: dict[str, Landed]
     ignored_listed: int  # how many commits of the ignore file this history holds
     skipped: list[Skipped] = field(default_factory=list)
     # A reland's sha -> the pull request(s) it brings back.
@@ -93,19 +73,17 @@ def listed_ignore_revs(tree: Tree) -> list[str]:
     return found
 
 
-def commit_infos(tree: Tree, shas: set[str]) -> dict[str, CommitInfo]:
+def commit_infos(tree: Tree, shas: set[str]) -> dict[str, Landed]:
     wanted = [s for s in shas if s != NOT_COMMITTED]
     out = {}
     for sha, entry in git_history.messages(tree.repo, wanted).items():
-        out[sha] = CommitInfo(
-            sha, entry.date, entry.author, entry.subject, trailers.parse(entry.message)
-        )
+        out[sha] = Landed.of(sha, entry.date, entry.author, entry.message)
     return out
 
 
-def blame(tree: Tree, path: str, start: int, end: int, *, walk: bool) -> Blamed:
+def blame(tree: Tree, path: str, ranges: Sequence[tuple[int, int]], *, walk: bool) -> Blamed:
     ignore = listed_ignore_revs(tree)
-    lines = git_history.blame(tree.repo, path, [(start, end)], ignore_revs=ignore)
+    lines = git_history.blame(tree.repo, path, ranges, ignore_revs=ignore)
     commits = commit_infos(tree, {ln.sha for ln in lines})
     result = Blamed(lines, commits, len(ignore))
     if not walk:
@@ -116,9 +94,7 @@ def blame(tree: Tree, path: str, start: int, end: int, *, walk: bool) -> Blamed:
         if not added:
             break
         skip += added
-        result.lines = git_history.blame(
-            tree.repo, path, [(start, end)], ignore_revs=[*ignore, *skip]
-        )
+        result.lines = git_history.blame(tree.repo, path, ranges, ignore_revs=[*ignore, *skip])
         commits.update(commit_infos(tree, {ln.sha for ln in result.lines} - set(commits)))
     return result
 
@@ -150,7 +126,7 @@ def _walk_round(tree: Tree, result: Blamed, skip: list[str]) -> list[str]:
     return added
 
 
-def original_prs(tree: Tree, reland: CommitInfo) -> list[int]:
+def original_prs(tree: Tree, reland: Landed) -> list[int]:
     """The pull request a reland brings back: the PRs its message names, else the
     one whose title it repeats (found in this history)."""
     if reland.trailers.refers_to:
@@ -169,7 +145,7 @@ def original_prs(tree: Tree, reland: CommitInfo) -> list[int]:
     return prs[-1:]  # the oldest: the original
 
 
-def original_commits(tree: Tree, numbers: list[int]) -> dict[int, CommitInfo]:
+def original_commits(tree: Tree, numbers: list[int]) -> dict[int, Landed]:
     """The commits that landed these pull requests, where this history holds them."""
     out = {}
     for number in numbers:
@@ -178,6 +154,6 @@ def original_commits(tree: Tree, numbers: list[int]) -> dict[int, CommitInfo]:
         ):
             parsed = trailers.parse(entry.message)
             if parsed.pr == number and parsed.kind != trailers.REVERT:
-                out[number] = CommitInfo(entry.sha, entry.date, entry.author, entry.subject, parsed)
+                out[number] = Landed.of(entry.sha, entry.date, entry.author, entry.message)
                 break
     return out

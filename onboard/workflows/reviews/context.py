@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 from onboard import git_history
 from onboard.report import Reporter
-from onboard.workflows.reviews import pulls
-from onboard.workflows.reviews.blame import CommitInfo
+from onboard.workflows.reviews import pulls, trailers
 from onboard.workflows.reviews.comments import Thread, find_in
 from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.results import Checkout, PrView
@@ -45,14 +44,15 @@ class Context:
         t = self.tree
         return Checkout(str(t.repo), t.kind, t.commit, t.upstream)
 
-    def pr_view(self, change: Landed | CommitInfo, pull: pulls.PullReviews | None) -> PrView:
+    def pr_view(self, change: Landed, pull: pulls.PullReviews | None) -> PrView:
         number = change.trailers.pr
         view = PrView(
             change,
             change.trailers.pr_url or (self.source.pr_url(number) if number else None),
             self.source.commit_url(change.sha),
         )
-        if pull is not None:
+        if pull is not None and change.trailers.kind != trailers.REVERT:
+            # (a revert's number is the reverted PR's: its review is that PR's, shown there)
             view.reviews = pull.reviews
             view.problem = pull.problem if not pull.known else None
         return view
@@ -69,6 +69,8 @@ class Context:
                     text = None
             else:
                 text = git_history.file_at(self.tree.repo, self.tree.commit or "HEAD", path)
+                if text is None and self.tree.commit:  # a checkout moved off the commit
+                    text = git_history.file_at(self.tree.repo, "HEAD", path)
             self._files[path] = text.splitlines() if text is not None else None
         return self._files[path]
 
@@ -82,10 +84,18 @@ class Context:
         thread.still_at = find_in(root.anchor(), root.context(), lines, near)
         thread.checked = True
 
-    def no_token_note(self) -> str | None:
-        if not self.source.no_token or not self.source.stats.requests:
-            return None
-        return (
-            "No GitHub token was found (GH_TOKEN / GITHUB_TOKEN, or gh's hosts.yml): GitHub "
-            "allows 60 requests an hour without one. `export GH_TOKEN=$(gh auth token)`."
-        )
+    def api_notes(self) -> list[str]:
+        """Why GitHub stopped being asked, and a missing token that costs requests."""
+        notes = []
+        stopped = self.source.stats.stopped
+        if stopped:
+            notes.append(
+                f"GitHub was not asked further ({stopped}); what the cache held is shown. Run "
+                "the command again later: what was fetched is kept."
+            )
+        if self.source.no_token and self.source.stats.requests:
+            notes.append(
+                "No GitHub token was found (GH_TOKEN / GITHUB_TOKEN, or gh's hosts.yml): GitHub "
+                "allows 60 requests an hour without one. `export GH_TOKEN=$(gh auth token)`."
+            )
+        return notes

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from onboard import cache, git_history, transaction
+from onboard import cache, git_history
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.reviews import trailers
@@ -45,15 +45,28 @@ class HistoryState:
 
 @dataclass(frozen=True)
 class Landed:
-    """A commit that changed the files, read as the pull request that landed it."""
+    """A commit read as the pull request that landed it (and, for `reviews`, which of
+    the files it changed)."""
 
     sha: str
     date: str
     author: str
     subject: str
     trailers: trailers.Trailers
-    paths: tuple[str, ...]  # the targets it touched, by today's names
+    paths: tuple[str, ...] = ()  # the targets it touched, by today's names
     names: tuple[str, ...] = ()  # the same files by their names in that commit
+    message: str = field(default="", repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls, sha: str, date: str, author: str, message: str, path: str = "", name: str = ""
+    ) -> Landed:
+        subject = message.split("\n", 1)[0].strip()
+        paths, names = ((path,), (name or path,)) if path else ((), ())
+        return cls(sha, date, author, subject, trailers.parse(message), paths, names, message)
+
+    def row(self) -> list[Any]:
+        return [self.sha, self.date, self.author, self.message, self.paths[0], self.names[0]]
 
     @property
     def pr(self) -> int | None:
@@ -145,6 +158,8 @@ def ensure(
 
 
 def _fetch(tree: Tree, since: str, reporter: Reporter) -> int:
+    from onboard import transaction  # (only here: a warm run needs none of it)
+
     rev = tree.commit or "HEAD"
     what = f"fetching history since {since} (commits and trees, no file contents)"
     with transaction.begin(
@@ -192,15 +207,7 @@ def landed_for(tree: Tree, target: Target, *, since: str | None, limit: int) -> 
     """The commits that changed ``target`` (newest first, at most ``limit``)."""
     entries = git_history.log_for_path(tree.repo, target.path, since=since, max_count=limit)
     return [
-        Landed(
-            e.sha,
-            e.date,
-            e.author,
-            e.subject,
-            trailers.parse(e.message),
-            (target.path,),
-            (e.path or target.path,),
-        )
+        Landed.of(e.sha, e.date, e.author, e.message, target.path, e.path or target.path)
         for e in entries
     ]
 
@@ -227,17 +234,8 @@ def landed_from_api(
         if not isinstance(author, dict):
             author = {}
         message = str(commit.get("message") or "")
-        out.append(
-            Landed(
-                item["sha"],
-                str(author.get("date") or ""),
-                str(author.get("name") or ""),
-                message.split("\n", 1)[0],
-                trailers.parse(message),
-                (target.path,),
-                (target.path,),
-            )
-        )
+        date, name = str(author.get("date") or ""), str(author.get("name") or "")
+        out.append(Landed.of(item["sha"], date, name, message, target.path, target.path))
     return out[:limit], answer.problem
 
 
@@ -250,11 +248,11 @@ def merge(groups: list[list[Landed]], limit: int) -> list[Landed]:
             if old is None:
                 by_sha[item.sha] = item
             else:
-                by_sha[item.sha] = Landed(
-                    old.sha, old.date, old.author, old.subject, old.trailers,
-                    tuple(dict.fromkeys(old.paths + item.paths)),
-                    tuple(dict.fromkeys(old.names + item.names)),
-                )  # fmt: skip
+                by_sha[item.sha] = replace(
+                    old,
+                    paths=tuple(dict.fromkeys(old.paths + item.paths)),
+                    names=tuple(dict.fromkeys(old.names + item.names)),
+                )
     ordered = sorted(by_sha.values(), key=lambda c: c.date, reverse=True)
     return ordered[:limit]
 
@@ -276,7 +274,31 @@ def approvals(changes: list[Landed], *, reviewer: str | None = None) -> list[App
     ]
 
 
-@dataclass
-class HistoryAnswer:
-    changes: list[Landed] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+_KEPT = {"key": str, "rows": [cache.Row(str, str, str, str, str, str)]}
+
+
+def kept_landed(
+    tree: Tree, target: Target, parts: tuple[object, ...], compute: Any
+) -> list[Landed]:
+    """``compute()``, kept per history, file and question: the same question about
+    the same history is answered from the cache (a `git log --follow` over years
+    of PyTorch takes seconds per file)."""
+    head = git_history.head(tree.repo)
+    shallow = " ".join(git_history.shallow_boundary(tree.repo))
+    content = ""
+    if target.ranges:  # blame reads the working tree: its edits change the answer
+        try:
+            content = cache.sha1_hex((tree.repo / target.path).read_bytes())
+        except OSError:
+            content = "-"
+    text = f"{git_history.git_dir(tree.repo)}\0{head}\0{shallow}\0{target}\0{parts}\0{content}"
+    key = cache.sha1_hex(text.encode())
+    path = cache.cache_dir("reviews", "landed", key[:2], f"{key}.json")
+    kept = cache.read_valid(path, _KEPT)
+    if kept and kept["key"] == key:
+        return [Landed.of(*row) for row in kept["rows"]]
+    found: list[Landed] = compute()
+    rows = [c.row() for c in found if len(c.paths) == 1 and len(c.names) == 1]
+    if len(rows) == len(found):
+        cache.write_json(path, {"key": key, "rows": rows}, compact=True)
+    return found

@@ -9,6 +9,7 @@ them for free (304). Two requests per pull request, more for long reviews
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,13 +55,19 @@ class ReviewSource:
         return f"https://{self.web()}/{self.upstream}/commit/{sha}"
 
     def fetch(self, prs: list[int], reporter: Reporter) -> dict[int, PullReviews]:
+        """Each PR's review; the progress bar appears once GitHub is asked (a warm
+        run reads the cache in a blink and shows none)."""
         out: dict[int, PullReviews] = {}
-        if not prs:
-            return out
-        with reporter.task(f"review comments of {len(prs)} pull request(s)", len(prs)) as task:
+        with contextlib.ExitStack() as stack:
+            task = None
             for i, number in enumerate(prs, 1):
+                before = self.stats.requests
                 out[number] = self.one(number)
-                task.update(completed=i, detail=f"#{number}")
+                if task is None and self.stats.requests > before:
+                    what = f"review comments of {len(prs)} pull request(s)"
+                    task = stack.enter_context(reporter.task(what, len(prs)))
+                if task is not None:
+                    task.update(completed=i, detail=f"#{number}")
         return out
 
     def one(self, number: int) -> PullReviews:

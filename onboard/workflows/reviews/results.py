@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from onboard.github_cache import ApiStats
-from onboard.workflows.reviews.blame import CommitInfo, Skipped
+from onboard.workflows.reviews.blame import Skipped
 from onboard.workflows.reviews.codeowners import Owners
 from onboard.workflows.reviews.comments import Review, Thread
 from onboard.workflows.reviews.history import Approval, HistoryState, Landed
@@ -39,7 +39,7 @@ class Checkout:
 class PrView:
     """A landed pull request as shown: the commit, links, and what its review said."""
 
-    change: Landed | CommitInfo
+    change: Landed
     url: str | None
     commit_url: str
     reviews: list[Review] = field(default_factory=list)

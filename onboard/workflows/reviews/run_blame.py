@@ -8,9 +8,10 @@ import re
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.reviews import blame as blame_mod
-from onboard.workflows.reviews import history, trailers
+from onboard.workflows.reviews import history
 from onboard.workflows.reviews.comments import on_lines, threads
 from onboard.workflows.reviews.context import Context
+from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.results import BlamedLine, BlameResult
 from onboard.workflows.reviews.tree import line_count, quote, repo_path
 
@@ -79,7 +80,7 @@ def blame(
             next_step=f"Run `onboard blame {quote(spec)}` once online: it fetches the history "
             "(commits and trees only, bounded by --since) and keeps it.",
         )
-    blamed = blame_mod.blame(tree, path, start, end, walk=walk)
+    blamed = blame_mod.blame(tree, path, [(start, end)], walk=walk)
     result = BlameResult(
         path=path, start=start, end=end, walk=walk, checkout=ctx.checkout(), history=state,
         lines=[
@@ -117,9 +118,8 @@ def blame(
     for sha, prs in blamed.originals.items():
         views = []
         for n in prs:
-            info = known.get(n) or blame_mod.CommitInfo(
-                "", "", "", f"#{n} (landed before this history)", trailers.parse(f"(#{n})")
-            )
+            before = f"Landed before this history (#{n})"
+            info = known.get(n) or Landed.of("", "", "", before)
             views.append(ctx.pr_view(info, pulls.get(n)))
         if views:
             result.originals[sha] = views
@@ -139,11 +139,4 @@ def _notes(result: BlameResult, ctx: Context, state: history.HistoryState) -> No
         result.notes.append("Lines marked 'not committed yet' are your own uncommitted edits.")
     if state.note:
         result.notes.append(state.note)
-    if ctx.source.stats.stopped:
-        result.notes.append(
-            f"GitHub was not asked further ({ctx.source.stats.stopped}); what the cache held is "
-            "shown, and review comments of the other pull requests are missing."
-        )
-    note = ctx.no_token_note()
-    if note:
-        result.notes.append(note)
+    result.notes += ctx.api_notes()

@@ -73,7 +73,7 @@ def _op_files(ctx: Context, op: str, workspace: str | None, reporter: Reporter) 
 def _landed(
     ctx: Context, targets: list[Target], state: history.HistoryState, since: str | None, limit: int
 ) -> tuple[list[Landed], dict[str, set[str]], list[str]]:
-    """The changes behind the targets, each target's entry texts (ranged targets), problems."""
+    """The changes behind the targets, each ranged target's entry texts, and problems."""
     groups: list[list[Landed]] = []
     texts: dict[str, set[str]] = {}
     problems: list[str] = []
@@ -86,24 +86,40 @@ def _landed(
             if problem:
                 problems.append(f"{target.path}: {problem}")
             continue
-        if not target.ranges:
-            groups.append(history.landed_for(ctx.tree, target, since=since, limit=limit))
-            continue
-        entry: list[Landed] = []
-        texts[target.path] = set()
-        for start, end in target.ranges:
-            blamed = blame_lines(ctx.tree, target.path, start, end, walk=False)
-            texts[target.path] |= {ln.text for ln in blamed.lines}
-            for ln in blamed.lines:
-                info = blamed.commits.get(ln.sha)
-                if info is None or (since and info.date[:10] < since):
-                    continue
-                entry.append(
-                    Landed(info.sha, info.date, info.author, info.subject, info.trailers,
-                           (target.path,), (ln.orig_path,))
-                )  # fmt: skip
-        groups.append(entry)
+        if target.ranges:
+            texts[target.path] = _entry_texts(ctx, target)
+
+        def compute(target: Target = target) -> list[Landed]:
+            if not target.ranges:
+                return history.landed_for(ctx.tree, target, since=since, limit=limit)
+            return _blamed_entries(ctx, target, since)
+
+        groups.append(history.kept_landed(ctx.tree, target, (since, limit), compute))
     return history.merge(groups, limit), texts, problems
+
+
+def _entry_texts(ctx: Context, target: Target) -> set[str]:
+    """The lines of an op's entries in a registry file, as the file is now."""
+    try:
+        lines = (ctx.tree.repo / target.path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    every = lines.splitlines()
+    return {every[n - 1] for a, b in target.ranges for n in range(a, b + 1) if n <= len(every)}
+
+
+def _blamed_entries(ctx: Context, target: Target, since: str | None) -> list[Landed]:
+    """The commits that last changed an op's entries (every op's PR touches the file)."""
+    blamed = blame_lines(ctx.tree, target.path, target.ranges, walk=False)
+    out = []
+    for ln in blamed.lines:
+        info = blamed.commits.get(ln.sha)
+        if info is None or (since and info.date[:10] < since):
+            continue
+        out.append(
+            Landed.of(info.sha, info.date, info.author, info.message, target.path, ln.orig_path)
+        )
+    return list({c.sha: c for c in out}.values())
 
 
 def _rules(ctx: Context) -> tuple[merge_rules.Matcher | None, list[Any], str | None, list[str]]:
@@ -249,14 +265,7 @@ def _notes(
             f"The review of {len(missing)} pull request(s) is not shown ({how}): "
             + "; ".join(f"#{p.change.trailers.pr}: {p.problem}" for p in missing[:3])
         )
-    if ctx.source.stats.stopped:
-        result.notes.append(
-            f"GitHub was not asked further ({ctx.source.stats.stopped}); the cache's answers are "
-            "shown. Run the command again later: what was fetched is kept."
-        )
-    note = ctx.no_token_note()
-    if note:
-        result.notes.append(note)
+    result.notes += ctx.api_notes()
 
 
 def sync(
@@ -296,7 +305,5 @@ def sync(
     result.notes += problems
     if state.note:
         result.notes.append(state.note)
-    note = ctx.no_token_note()
-    if note:
-        result.notes.append(note)
+    result.notes += ctx.api_notes()
     return result

@@ -33,7 +33,7 @@ _SUBJECT_PR = re.compile(r"\(#(?P<number>\d+)\)\s*$")
 _REVERT_SUBJECT = re.compile(r'^Revert "(?P<title>.*)"\s*$')
 _REVERTS_SHA = re.compile(r"This reverts commit (?P<sha>[0-9a-f]{7,40})")
 _REVERTED_BY = re.compile(
-    r"^Reverted https?://[^/\s]+/[^/\s]+/[^/\s]+/pull/(?P<number>\d+) on behalf of "
+    r"^Reverted (?P<url>https?://[^/\s]+/[^/\s]+/[^/\s]+/pull/(?P<number>\d+)) on behalf of "
     r"https?://[^/\s]+/(?P<login>[^\s/]+)(?: due to (?P<reason>.*))?$",
     re.MULTILINE,
 )
@@ -117,7 +117,9 @@ def parse(message: str) -> Trailers:
         if by:
             pr = int(by.group("number"))
             reverted_by = by.group("login")
-            reason = (by.group("reason") or "").strip() or None
+            reason = re.sub(r"\s*\(\[comment\]\([^)]*\)\)\s*$", "", by.group("reason") or "")
+            reason = reason.strip() or None
+            pr_url = by.group("url")
         elif revert:
             inner = _SUBJECT_PR.search(revert.group("title"))
             pr = int(inner.group("number")) if inner else pr
@@ -147,7 +149,7 @@ def parse(message: str) -> Trailers:
         reverted_by=reverted_by,
         revert_reason=reason,
         refers_to=refers,
-        pr_url=pr_url if kind != REVERT else None,
+        pr_url=pr_url if kind != REVERT or by else None,
     )
 
 

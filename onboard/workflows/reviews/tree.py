@@ -10,7 +10,6 @@ files it names.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -233,7 +232,3 @@ def resolve_targets(
         else:
             seen[t.path] = t
     return list(seen.values()), ops
-
-
-def display(path: str) -> str:
-    return os.path.normpath(path)

@@ -45,7 +45,8 @@ def _pr_line(p: PrView) -> str:
     t = p.change.trailers
     number = f"#{t.pr}" if t.pr else p.change.sha[:12]
     kind = "" if t.kind == "change" else f" [{t.kind}]"
-    return f"{number}{kind}  {p.change.date[:10]}  {p.change.subject}  ({p.change.author})"
+    title = p.change.subject if t.kind == "revert" else p.change.title
+    return f"{number}{kind}  {p.change.date[:10]}  {title}  ({p.change.author})"
 
 
 def _approved(p: PrView) -> str:
@@ -235,8 +236,15 @@ def sync(r: SyncResult, console: Console, verbose: bool) -> None:
         )
     counts: dict[str, int] = {}
     for p in r.prs:
-        counts[p.source] = counts.get(p.source, 0) + 1
-    words = {"api": "fetched", "cache": "already cached", "revalidated": "unchanged (304)"}
+        key = "gone" if p.gone else p.source
+        counts[key] = counts.get(key, 0) + 1
+    words = {
+        "api": "fetched",
+        "cache": "already cached",
+        "revalidated": "unchanged (304)",
+        "gone": "not on GitHub (404)",
+        "missing": "not fetched",
+    }
     parts = [f"{n} {words.get(k, k)}" for k, n in sorted(counts.items())]
     console.print(f"{len(r.prs)} pull request(s): {', '.join(parts) or 'none'}")
     for p in r.prs:
