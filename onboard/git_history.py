@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from onboard import proc
+from onboard import lazy_re, proc
 from onboard.errors import OnboardError
 
 # One record per commit: fields split by NUL, records by RS (0x1e); the message
@@ -203,6 +202,24 @@ def commit_time(repo: str | os.PathLike[str], rev: str) -> int:
     return int(_git(repo, "show", "-s", "--format=%ct", rev).strip() or 0)
 
 
+def toplevel(path: str | os.PathLike[str]) -> Path | None:
+    """The top of the git repository around ``path`` (None outside one)."""
+    result = proc.run(["git", "-C", os.fspath(path), "rev-parse", "--show-toplevel"], check=False)
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def renamed_to(repo: str | os.PathLike[str], old: str) -> str | None:
+    """Today's name of a file history renamed away from ``old`` (following each rename)."""
+    argv = ["git", "-C", os.fspath(repo), "log", "-M", "--full-diff", "--diff-filter=R"]
+    argv += ["--name-status", "--format=", "HEAD", "--", old]
+    current = old
+    for line in reversed(proc.run(argv, check=False).stdout.splitlines()):  # oldest first
+        cells = line.split("\t")
+        if len(cells) == 3 and cells[0].startswith("R") and cells[1] == current:
+            current = cells[2]
+    return current if current != old else None
+
+
 def tracked_files(repo: str | os.PathLike[str]) -> list[str]:
     return _git(repo, "ls-files", "-z").split("\x00")[:-1]
 
@@ -215,7 +232,7 @@ def file_at(repo: str | os.PathLike[str], rev: str, path: str) -> str | None:
 
 # --- blame -------------------------------------------------------------------
 
-_HEADER = re.compile(r"^([0-9a-f]{40}) (\d+) (\d+)(?: (\d+))?$")
+_HEADER = lazy_re.compile(r"^([0-9a-f]{40}) (\d+) (\d+)(?: (\d+))?$")
 
 
 def blame(
@@ -297,7 +314,7 @@ def parse_porcelain(text: str) -> list[BlameLine]:
 
 # --- the blobless fetch ----------------------------------------------------------
 
-_RECEIVING = re.compile(r"Receiving objects:\s+(\d+)% \((\d+)/(\d+)\)")
+_RECEIVING = lazy_re.compile(r"Receiving objects:\s+(\d+)% \((\d+)/(\d+)\)")
 
 
 def pack_bytes(repo: str | os.PathLike[str]) -> int:
@@ -344,3 +361,22 @@ def fetch_history(
     ]  # fmt: skip
     rc = proc.stream(argv, on_line=line, idle_timeout=idle_timeout)
     return FetchReport(rc, max(0, pack_bytes(repo) - before), tuple(tail))
+
+
+def missing_blobs(repo: str | os.PathLike[str], path: str, rev: str = "HEAD") -> list[str]:
+    """The versions of ``path`` in ``rev``'s history whose contents a partial clone
+    lacks (``--missing=print`` lists them without fetching any)."""
+    argv = ["git", "-C", os.fspath(repo), "rev-list", "--objects", "--missing=print", rev]
+    out = proc.run([*argv, "--", path], check=False, timeout=600).stdout
+    return [ln[1:].strip() for ln in out.splitlines() if ln.startswith("?")]
+
+
+def fetch_objects(repo: str | os.PathLike[str], remote: str, oids: Sequence[str]) -> int:
+    """Fetch these objects from the promisor remote in one request (what git does for
+    one missing object at a time when blame reads it); the exit status."""
+    argv = [
+        "git", "-C", os.fspath(repo), "-c", "fetch.negotiationAlgorithm=noop", "fetch", remote,
+        "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
+        "--stdin",
+    ]  # fmt: skip
+    return proc.run(argv, input="\n".join(oids) + "\n", check=False, timeout=900).returncode

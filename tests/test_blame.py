@@ -215,6 +215,10 @@ def test_a_depth1_clone_fetches_its_history_once_blobless(
     assert git("rev-list", "--count", "HEAD", cwd=checkout) == wanted
     assert (checkout / ".git" / "shallow").is_file()
     assert result.lines[0].sha == review_repo.shas["reland"]
+    # Every version of the blamed file came in one request before blame read them.
+    missing = git("rev-list", "--objects", "--missing=print", "HEAD", "--", UNARY_OPS, cwd=checkout)
+    assert "?" not in missing
+    assert "?" in git("rev-list", "--objects", "--missing=print", "HEAD", cwd=checkout)
 
     again = blame(spec, workspace=str(ws), offline=True, since=since)
     assert not again.history.fetched_now and again.history.kind == "fetched"

@@ -244,6 +244,9 @@ def test_bad_targets_name_the_closest_files(
     assert run_cli(cli, [*argv, "--offline"]) == 2
     assert KERNEL in capsys.readouterr().err
     assert run_cli(cli, ["reviews", UNARY_OPS, "--since", "last week", "--offline"]) == 2
+    nowhere = str(review_repo.path.parent / "nowhere")
+    assert run_cli(cli, ["reviews", UNARY_OPS, "--repo", nowhere, "--offline"]) == 2
+    assert "--repo" in capsys.readouterr().err
     assert run_cli(cli, ["reviews", UNARY_OPS, "--json", "--md"]) == 2
     assert run_cli(cli, ["reviews", "sync", UNARY_OPS, "--offline"]) == 2
 

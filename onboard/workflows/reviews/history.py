@@ -200,6 +200,31 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+_DONE = {"key": str}
+
+
+def prefetch_contents(tree: Tree, path: str, *, offline: bool, reporter: Reporter) -> None:
+    """Fetch the contents of every version of ``path`` in one request, before blame
+    reads them (in a blobless history git fetches them one request each). Once per
+    history and file; nothing offline, nothing outside onboard's own clone."""
+    if offline or tree.kind != "clone" or not git_history.is_partial(tree.repo):
+        return
+    head = git_history.head(tree.repo)
+    shallow = " ".join(git_history.shallow_boundary(tree.repo))
+    key = cache.sha1_hex(f"{git_history.git_dir(tree.repo)}\0{head}\0{shallow}\0{path}".encode())
+    state = cache.cache_dir("reviews", "contents", f"{key}.json")
+    if cache.read_valid(state, _DONE).get("key") == key:
+        return
+    missing = git_history.missing_blobs(tree.repo, path)
+    if missing:
+        reporter.step(f"fetching {len(missing)} version(s) of {path} (file contents, once)")
+        before = git_history.pack_bytes(tree.repo)
+        if git_history.fetch_objects(tree.repo, "origin", missing) != 0:
+            return  # blame still gets each one on demand
+        reporter.detail(f"{human_bytes(git_history.pack_bytes(tree.repo) - before)}")
+    cache.write_json(state, {"key": key})
+
+
 # --- landed changes ------------------------------------------------------------
 
 

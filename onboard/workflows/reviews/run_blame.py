@@ -3,8 +3,7 @@ request, who approved it, and what reviewers said on those lines."""
 
 from __future__ import annotations
 
-import re
-
+from onboard import lazy_re
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.reviews import blame as blame_mod
@@ -15,7 +14,7 @@ from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.results import BlamedLine, BlameResult
 from onboard.workflows.reviews.tree import line_count, quote, repo_path
 
-_SPEC = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+_SPEC = lazy_re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
 
 
 def parse_spec(spec: str) -> tuple[str, int, int]:
@@ -80,6 +79,7 @@ def blame(
             next_step=f"Run `onboard blame {quote(spec)}` once online: it fetches the history "
             "(commits and trees only, bounded by --since) and keeps it.",
         )
+    history.prefetch_contents(tree, path, offline=offline, reporter=reporter)
     blamed = blame_mod.blame(tree, path, [(start, end)], walk=walk)
     result = BlameResult(
         path=path, start=start, end=end, walk=walk, checkout=ctx.checkout(), history=state,

@@ -110,6 +110,7 @@ def _entry_texts(ctx: Context, target: Target) -> set[str]:
 
 def _blamed_entries(ctx: Context, target: Target, since: str | None) -> list[Landed]:
     """The commits that last changed an op's entries (every op's PR touches the file)."""
+    history.prefetch_contents(ctx.tree, target.path, offline=ctx.offline, reporter=ctx.reporter)
     blamed = blame_lines(ctx.tree, target.path, target.ranges, walk=False)
     out = []
     for ln in blamed.lines:

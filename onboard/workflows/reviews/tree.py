@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import git, git_history
+from onboard import git_history, lazy_re
 from onboard.errors import BadInput, NoWorkspace
 from onboard.workspace import CLONE, Workspace
 
@@ -24,9 +24,9 @@ DEFAULT_UPSTREAM = "pytorch/pytorch"
 
 # Files every op's pull request touches: only the op's own entry in them counts.
 REGISTRIES = {
-    "aten/src/ATen/native/native_functions.yaml": re.compile(r"^- func:"),
-    "tools/autograd/derivatives.yaml": re.compile(r"^- name:"),
-    "torch/testing/_internal/common_methods_invocations.py": re.compile(r"^    \w*Info\("),
+    "aten/src/ATen/native/native_functions.yaml": lazy_re.compile(r"^- func:"),
+    "tools/autograd/derivatives.yaml": lazy_re.compile(r"^- name:"),
+    "torch/testing/_internal/common_methods_invocations.py": lazy_re.compile(r"^    \w*Info\("),
 }
 _ENTRY_MAX_LINES = 40
 
@@ -61,22 +61,29 @@ def open_tree(workspace: str | None, repo: str | None, upstream: str = DEFAULT_U
 
     ws = ws_mod.find(workspace) if (repo is None or workspace is not None) else None
     if repo is not None:
-        root = git.named_root(
-            repo, next_step="Pass the path of a PyTorch checkout (a git clone) with --repo."
-        )
+        named = Path(repo).expanduser()
+        top = git_history.toplevel(named) if named.is_dir() else None
+        if top is None:
+            state = "does not exist" if not named.exists() else "is not inside a git repository"
+            raise BadInput(
+                f"--repo {named} {state}.",
+                next_step="Pass the path of a PyTorch checkout (a git clone) with --repo.",
+            )
+        root = top
         if ws is not None and Path(ws.checkout_path).resolve() != root.resolve():
             ws = None
     elif ws is not None:
         root = ws.checkout_path.resolve()
     else:
-        if not git.is_repo(Path.cwd()):
+        top = git_history.toplevel(Path.cwd())
+        if top is None:
             raise NoWorkspace(
                 f"No PyTorch checkout here: {Path.cwd()} is neither in an onboard workspace "
                 "nor in a git repository.",
                 next_step="Run this inside your PyTorch clone, pass --repo PATH, or make a "
                 "workspace: `onboard setup DIR` (a clone, which fetches history when needed).",
             )
-        root = git.get_root(Path.cwd())
+        root = top
     if ws is not None and ws.is_reference:
         return Tree(root, ws, "reference", ws.commit, upstream)
     if ws is not None and ws.checkout_kind == CLONE:
@@ -104,7 +111,7 @@ def repo_path(tree: Tree, name: str, *, tracked: list[str] | None = None) -> str
             return rel.as_posix()
     rel_name = name.lstrip("./")
     if not tree.is_reference:
-        renamed = renamed_to(tree.repo, rel_name)
+        renamed = git_history.renamed_to(tree.repo, rel_name)
         if renamed and (tree.repo / renamed).is_file():
             return renamed
     files = tracked if tracked is not None else git_history.tracked_files(tree.repo)
@@ -127,20 +134,6 @@ def closest_names(name: str, files: list[str], n: int = 5) -> list[str]:
     bases = {f.rsplit("/", 1)[-1]: f for f in files}
     by_base = [bases[b] for b in difflib.get_close_matches(base, list(bases), n=n, cutoff=0.75)]
     return list(dict.fromkeys(same_base + by_path + by_base))[:n]
-
-
-def renamed_to(repo: Path, old: str) -> str | None:
-    """Today's name of a file history renamed away from ``old`` (the newest rename)."""
-    result = git.git(
-        repo, "log", "-M", "--full-diff", "--diff-filter=R", "--name-status", "--format=",
-        "HEAD", "--", old, check=False,
-    )  # fmt: skip
-    current = old
-    for line in reversed(result.stdout.splitlines()):  # oldest rename first
-        cells = line.split("\t")
-        if len(cells) == 3 and cells[0].startswith("R") and cells[1] == current:
-            current = cells[2]
-    return current if current != old else None
 
 
 def line_count(tree: Tree, path: str) -> int:
