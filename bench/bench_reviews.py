@@ -1,8 +1,8 @@
 """Benchmark `onboard blame` and `onboard reviews` warm, against git itself.
 
-The repository: `build_pytorch_repo` with BASE_COMMITS merge-bot commits (every
-fifth rewrites one of four C++ files, so UnaryOps.cpp has hundreds of
-revisions), then the review scenario of tests/fixtures/review_history.py on
+The repository: `build_pytorch_repo` with 12000 merge-bot commits (every fifth
+rewrites one of four C++ files, so UnaryOps.cpp has ~600 revisions, as many as
+a busy PyTorch kernel file has in a few years), then the review scenario of tests/fixtures/review_history.py on
 top; a loopback GitHub serves its review comments. One `reviews sync` fills the
 cache (its API calls are counted and printed), then, each a fresh process,
 median of RUNS:
@@ -56,7 +56,7 @@ def _median(argv: list[str], cwd: Path, env: dict[str, str], runs: int) -> float
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--base-commits", type=int, default=3000)
+    parser.add_argument("--base-commits", type=int, default=12000)
     args = parser.parse_args()
     onboard = [sys.executable, "-m", "onboard"]
     with tempfile.TemporaryDirectory(prefix="onboard-bench-reviews-") as tmp:
