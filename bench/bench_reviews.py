@@ -3,9 +3,9 @@
 The repository: `build_pytorch_repo` with 12000 merge-bot commits (every fifth
 rewrites one of four C++ files, so UnaryOps.cpp has ~600 revisions, as many as
 a busy PyTorch kernel file has in a few years), then the review scenario of
-tests/fixtures/review_history.py on top; a loopback GitHub serves its review comments. One `reviews sync` fills the
-cache (its API calls are counted and printed), then, each a fresh process,
-median of RUNS:
+tests/fixtures/review_history.py on top; a loopback GitHub serves its review
+comments. One `reviews sync` fills the cache (its API calls are counted and
+printed), then, each a fresh process, median of RUNS:
 
 - `git blame -L N,N` of the reland's line (the reference the issue names), and
   `git blame --porcelain -M -C -L N,N` (what onboard asks git);
