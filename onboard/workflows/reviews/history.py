@@ -160,7 +160,7 @@ def ensure(
 def _fetch(tree: Tree, since: str, reporter: Reporter) -> int:
     from onboard import transaction  # (only here: a warm run needs none of it)
 
-    rev = tree.commit or "HEAD"
+    rev = tree.commit or git_history.head(tree.repo)  # a sha: `fetch origin HEAD` is theirs
     what = f"fetching history since {since} (commits and trees, no file contents)"
     with transaction.begin(
         transaction.scope_for_repo(tree.repo),
