@@ -16,6 +16,7 @@ from onboard import __version__
 COMMANDS: dict[str, str] = {
     "ab": "onboard.commands.ab:ab",
     "bisect": "onboard.commands.bisect:bisect",
+    "blame": "onboard.commands.blame:blame",
     "build": "onboard.commands.build:build",
     "doctor": "onboard.commands.doctor:doctor",
     "harvest": "onboard.commands.harvest:harvest",
@@ -26,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "new-op": "onboard.commands.new_op:new_op",
     "pr": "onboard.commands.pr:pr",
     "recover": "onboard.commands.recover:recover",
+    "reviews": "onboard.commands.reviews:reviews",
     "setup": "onboard.commands.setup:setup",
     "stuck": "onboard.commands.stuck:stuck",
     "verify": "onboard.commands.verify:verify",

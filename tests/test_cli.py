@@ -243,6 +243,16 @@ NOT_PATHS = {
     ("ab", "side_a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
     ("ab", "side_b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
     ("stuck", "pid"): "a process id (checked by stuck)",
+    ("blame", "spec"): "PATH:LINE[-END] (the path checked by blame, with closest names)",
+    ("blame", "since"): "a date",
+    ("blame", "api_url"): "a URL",
+    ("blame", "upstream"): "OWNER/NAME",
+    ("reviews", "targets"): "op names or paths (told apart and checked by reviews)",
+    ("reviews", "reviewer"): "a GitHub login",
+    ("reviews", "base"): "a commit",
+    ("reviews", "since"): "a date",
+    ("reviews", "api_url"): "a URL",
+    ("reviews", "upstream"): "OWNER/NAME",
 }
 
 

@@ -25,6 +25,7 @@ from onboard.workflows.opsource import chain, checks, codegen, confidence, cpp_t
 from onboard.workflows.opsource.chain import Layer
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.paths import SourceLoc
+from onboard.workflows.reviews import hint as reviews_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -219,6 +220,7 @@ class LocateResult:
             console.print(f"\n[yellow]Limitation:[/] {esc(limit)}")
         if self.next_step:
             console.print(f"\n[yellow]Next:[/] {esc(self.next_step)}")
+        reviews_hint.show(console, self)
 
 
 _SURE = (confidence.CERTAIN, confidence.HIGH)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS
 from onboard.workflows.opsource.paths import SourceLoc
+from onboard.workflows.reviews import hint as reviews_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -286,3 +287,4 @@ class WhereResult:
             console.print(f"\n[yellow]Note:[/] {escape(note)}")
         for limit in self.limitations:
             console.print(f"\n[yellow]Limitation:[/] {escape(limit)}")
+        reviews_hint.show(console, self)

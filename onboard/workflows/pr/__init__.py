@@ -32,6 +32,7 @@ from onboard.workflows.pr.publish import (
     Published,
     publish,
 )
+from onboard.workflows.reviews import suggest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,6 +58,8 @@ class PrResult:
     # Why `onboard pr --open` would be refused here (a reference tree), said instead of
     # suggesting it.
     open_blocked: str | None = None
+    # People who could review it (merge_rules and past approvals): suggested, never requested.
+    reviewers: list[Any] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -91,6 +94,7 @@ class PrResult:
             "dry_run": self.published is None,
             "pull_request": self.published.to_json() if self.published else None,
             "open_blocked": self.open_blocked,
+            "suggested_reviewers": [r.to_json() for r in self.reviewers],
             "reminders": self.reminders,
             "notes": list(self.notes),
         }
@@ -145,6 +149,10 @@ class PrResult:
             )
             for line in c.uncommitted[:20]:
                 console.print(f"    {escape(line)}")
+        if self.reviewers:
+            console.print("Reviewers to consider (suggested only; onboard requests no one):")
+            for r in self.reviewers:
+                console.print(f"  {escape(r.login)}: {escape(r.why())}")
         for note in self.notes:
             console.print(f"[yellow]Note:[/] {escape(note)}")
         if self.draft_backup:
@@ -291,6 +299,7 @@ def run(
         notes=notes,
     )
     result.open_blocked = open_blocked
+    result.reviewers = suggest.reviewers(change.repo, change.existing_paths)
     if not open_pr:
         return result
 

@@ -1,0 +1,101 @@
+"""What `reviews` and `blame` share: the checkout, the review source, and how a
+landed commit becomes a pull request shown with its threads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from onboard import git_history
+from onboard.report import Reporter
+from onboard.workflows.reviews import pulls, trailers
+from onboard.workflows.reviews.comments import Thread, find_in
+from onboard.workflows.reviews.history import Landed
+from onboard.workflows.reviews.results import Checkout, PrView
+from onboard.workflows.reviews.tree import DEFAULT_UPSTREAM, Tree, open_tree
+
+
+@dataclass
+class Context:
+    tree: Tree
+    source: pulls.ReviewSource
+    reporter: Reporter
+    offline: bool
+    _files: dict[str, list[str] | None] = field(default_factory=dict)
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        workspace: str | None,
+        repo: str | None,
+        api_url: str,
+        upstream: str | None,
+        offline: bool,
+        refresh: bool,
+        reporter: Reporter,
+    ) -> Context:
+        tree = open_tree(workspace, repo, upstream or DEFAULT_UPSTREAM)
+        source = pulls.source(
+            api_url, tree.upstream, offline=offline, refresh=refresh, reporter=reporter
+        )
+        return cls(tree, source, reporter, offline)
+
+    def checkout(self) -> Checkout:
+        t = self.tree
+        return Checkout(str(t.repo), t.kind, t.commit, t.upstream)
+
+    def pr_view(self, change: Landed, pull: pulls.PullReviews | None) -> PrView:
+        number = change.trailers.pr
+        view = PrView(
+            change,
+            change.trailers.pr_url or (self.source.pr_url(number) if number else None),
+            self.source.commit_url(change.sha),
+        )
+        if pull is not None and change.trailers.kind != trailers.REVERT:
+            # (a revert's number is the reverted PR's: its review is that PR's, shown there)
+            view.reviews = pull.reviews
+            view.problem = pull.problem if not pull.known else None
+        return view
+
+    def lines_at_commit(self, path: str) -> list[str] | None:
+        """The file's lines at the installed commit (HEAD's when it is unknown); the
+        reference tree reads its own files."""
+        if path not in self._files:
+            text: str | None
+            if self.tree.is_reference:
+                try:
+                    text = (self.tree.repo / path).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    text = None
+            else:
+                text = git_history.file_at(self.tree.repo, self.tree.commit or "HEAD", path)
+                if text is None and self.tree.commit:  # a checkout moved off the commit
+                    text = git_history.file_at(self.tree.repo, "HEAD", path)
+            self._files[path] = text.splitlines() if text is not None else None
+        return self._files[path]
+
+    def check_still_there(self, thread: Thread) -> None:
+        """Whether the commented code is in the file at the installed commit, and where."""
+        lines = self.lines_at_commit(thread.path_now or thread.root.path)
+        if lines is None:
+            return
+        root = thread.root
+        near = root.line or root.original_line
+        thread.still_at = find_in(root.anchor(), root.context(), lines, near)
+        thread.checked = True
+
+    def api_notes(self) -> list[str]:
+        """Why GitHub stopped being asked, and a missing token that costs requests."""
+        notes = []
+        stopped = self.source.stats.stopped
+        if stopped:
+            notes.append(
+                f"GitHub was not asked further ({stopped}); what the cache held is shown. Run "
+                "the command again later: what was fetched is kept."
+            )
+        if self.source.no_token and self.source.stats.requests:
+            notes.append(
+                "No GitHub token was found (GH_TOKEN / GITHUB_TOKEN, or gh's hosts.yml): GitHub "
+                "allows 60 requests an hour without one. `export GH_TOKEN=$(gh auth token)`."
+            )
+        return notes

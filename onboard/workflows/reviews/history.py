@@ -1,0 +1,329 @@
+"""The landed pull requests behind files, from git history alone.
+
+A clone `onboard setup` made holds one commit; the first `reviews` or `blame`
+fetches its history back to ``--since`` the cheap way (commits and trees, no
+file contents: ``git fetch --filter=blob:none --shallow-since``; blame then
+fetches the contents of the blamed file's versions only). A clone of the
+user's is used as it is. The reference tree rebuilt from the wheel has no
+history: its files' commits come from the API (``GET /repos/{o}/{r}/commits?path=``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from onboard import cache, git_history
+from onboard.errors import OnboardError
+from onboard.report import Reporter
+from onboard.workflows.reviews import trailers
+from onboard.workflows.reviews.tree import Target, Tree
+
+DEFAULT_YEARS = 2
+_STATE = {"since": str, "shallow": str}
+
+
+@dataclass
+class HistoryState:
+    kind: str  # full / fetched / shallow / none
+    since: str | None = None  # how far back the history here goes, when bounded
+    bytes_fetched: int = 0
+    fetched_now: bool = False
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "since": self.since,
+            "bytes_fetched": self.bytes_fetched,
+            "fetched_now": self.fetched_now,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A commit read as the pull request that landed it (and, for `reviews`, which of
+    the files it changed)."""
+
+    sha: str
+    date: str
+    author: str
+    subject: str
+    trailers: trailers.Trailers
+    paths: tuple[str, ...] = ()  # the targets it touched, by today's names
+    names: tuple[str, ...] = ()  # the same files by their names in that commit
+    message: str = field(default="", repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls, sha: str, date: str, author: str, message: str, path: str = "", name: str = ""
+    ) -> Landed:
+        subject = message.split("\n", 1)[0].strip()
+        paths, names = ((path,), (name or path,)) if path else ((), ())
+        return cls(sha, date, author, subject, trailers.parse(message), paths, names, message)
+
+    def row(self) -> list[Any]:
+        return [self.sha, self.date, self.author, self.message, self.paths[0], self.names[0]]
+
+    @property
+    def pr(self) -> int | None:
+        return self.trailers.pr
+
+    @property
+    def title(self) -> str:
+        return trailers.title_of(self.subject)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "date": self.date,
+            "author": self.author,
+            "subject": self.subject,
+            "paths": list(self.paths),
+            "names_then": list(self.names),
+            **self.trailers.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Approval:
+    login: str
+    count: int
+    last_date: str
+    last_pr: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "login": self.login,
+            "approved": self.count,
+            "last": self.last_date,
+            "last_pr": self.last_pr,
+        }
+
+
+def default_since(tree: Tree) -> str:
+    """Two years before the checkout's commit (fixed, so a second run fetches nothing)."""
+    rev = tree.commit or "HEAD"
+    when = dt.datetime.fromtimestamp(git_history.commit_time(tree.repo, rev), dt.timezone.utc)
+    return (when - dt.timedelta(days=365 * DEFAULT_YEARS)).strftime("%Y-%m-%d")
+
+
+def _state_file(tree: Tree) -> Any:
+    key = cache.sha1_hex(str(git_history.git_dir(tree.repo)).encode())
+    return cache.cache_dir("reviews", f"history-{key}.json")
+
+
+def ensure(
+    tree: Tree, since: str | None, *, offline: bool, reporter: Reporter, need: bool = True
+) -> HistoryState:
+    """The history the checkout holds, fetched first when it is onboard's depth-1 clone."""
+    if tree.is_reference:
+        return HistoryState(
+            "none",
+            note="This workspace holds the reference tree rebuilt from the installed wheel: it "
+            "has no git history, so blame is not possible here and the commits of each file "
+            "come from GitHub's API (and the cache).",
+        )
+    boundary = git_history.shallow_boundary(tree.repo)
+    if not boundary:
+        return HistoryState("full")
+    digest = cache.sha1_hex(" ".join(boundary).encode())
+    state_path = _state_file(tree)
+    kept = cache.read_valid(state_path, _STATE)
+    wanted = since or (kept["since"] if kept else None)
+    if kept and kept["shallow"] == digest and (wanted is None or kept["since"] <= wanted):
+        return HistoryState("fetched", since=kept["since"])
+    if tree.kind != "clone":
+        return HistoryState(
+            "shallow",
+            note=f"{tree.repo} is a shallow clone: lines older than its history show at its "
+            "oldest commit. Deepen it with `git -C "
+            f"{tree.repo} fetch --filter=blob:none --shallow-since=YYYY-MM-DD origin`.",
+        )
+    wanted = wanted or default_since(tree)
+    if offline or not need:
+        return HistoryState(
+            "shallow",
+            note="This clone holds only the installed commit and --offline fetches nothing: "
+            "run once online to fetch its history (commits and trees, no file contents).",
+        )
+    fetched = _fetch(tree, wanted, reporter)
+    boundary = git_history.shallow_boundary(tree.repo)
+    digest = cache.sha1_hex(" ".join(boundary).encode())
+    cache.write_json(state_path, {"since": wanted, "shallow": digest})
+    return HistoryState("fetched", since=wanted, bytes_fetched=fetched, fetched_now=True)
+
+
+def _fetch(tree: Tree, since: str, reporter: Reporter) -> int:
+    from onboard import transaction  # (only here: a warm run needs none of it)
+
+    rev = tree.commit or git_history.head(tree.repo)  # a sha: `fetch origin HEAD` is theirs
+    what = f"fetching history since {since} (commits and trees, no file contents)"
+    with transaction.begin(
+        transaction.scope_for_repo(tree.repo),
+        command="reviews",
+        what=f"the repository {tree.repo}",
+        reporter=reporter,
+        final=False,
+    ) as tx:
+        tx.watch(tree.repo)
+        with reporter.task(what) as task:
+
+            def progress(done: int, total: int) -> None:
+                task.update(completed=done, total=total, detail="objects")
+
+            report = git_history.fetch_history(
+                tree.repo, "origin", rev, since=since, on_progress=progress, on_line=reporter.detail
+            )
+    if not report.ok:
+        last = report.last_lines[-1] if report.last_lines else f"exit {report.returncode}"
+        raise OnboardError(
+            f"Fetching the history of {tree.repo} failed ({last}); without it there is no "
+            "blame and no list of the pull requests that changed a file.",
+            next_step="Check the network (or the workspace's remote: `git -C "
+            f"{tree.repo} remote -v`) and run the command again; with no network, "
+            "`--offline` answers from what was fetched and cached before.",
+        )
+    reporter.step(f"fetched the history since {since}: {human_bytes(report.bytes_fetched)}")
+    return report.bytes_fetched
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+_DONE = {"key": str}
+
+
+def prefetch_contents(tree: Tree, path: str, *, offline: bool, reporter: Reporter) -> None:
+    """Fetch the contents of every version of ``path`` in one request, before blame
+    reads them (in a blobless history git fetches them one request each). Once per
+    history and file; nothing offline, nothing outside onboard's own clone."""
+    if offline or tree.kind != "clone" or not git_history.is_partial(tree.repo):
+        return
+    head = git_history.head(tree.repo)
+    shallow = " ".join(git_history.shallow_boundary(tree.repo))
+    key = cache.sha1_hex(f"{git_history.git_dir(tree.repo)}\0{head}\0{shallow}\0{path}".encode())
+    state = cache.cache_dir("reviews", "contents", f"{key}.json")
+    if cache.read_valid(state, _DONE).get("key") == key:
+        return
+    missing = git_history.missing_blobs(tree.repo, path)
+    if missing:
+        reporter.step(f"fetching {len(missing)} version(s) of {path} (file contents, once)")
+        before = git_history.pack_bytes(tree.repo)
+        if git_history.fetch_objects(tree.repo, "origin", missing) != 0:
+            return  # blame still gets each one on demand
+        reporter.detail(f"{human_bytes(git_history.pack_bytes(tree.repo) - before)}")
+    cache.write_json(state, {"key": key})
+
+
+# --- landed changes ------------------------------------------------------------
+
+
+def landed_for(tree: Tree, target: Target, *, since: str | None, limit: int) -> list[Landed]:
+    """The commits that changed ``target`` (newest first, at most ``limit``)."""
+    entries = git_history.log_for_path(tree.repo, target.path, since=since, max_count=limit)
+    return [
+        Landed.of(e.sha, e.date, e.author, e.message, target.path, e.path or target.path)
+        for e in entries
+    ]
+
+
+def landed_from_api(
+    api: Any, tree: Tree, target: Target, *, since: str | None, limit: int
+) -> tuple[list[Landed], str | None]:
+    """The reference tree's stand-in for ``git log``: the API's commits for a path at
+    the installed commit (cached; they do not change). Returns (commits, problem)."""
+    if not tree.commit:
+        return [], "the installed torch's commit is unknown"
+    params = {"path": target.path, "sha": tree.commit}
+    if since:
+        params["since"] = f"{since}T00:00:00Z"
+    answer = api.get_pages(
+        f"/repos/{tree.upstream}/commits", params, final=True, max_pages=max(1, limit // 100 + 1)
+    )
+    out = []
+    for item in answer.data or []:
+        commit = item.get("commit") if isinstance(item, dict) else None
+        if not isinstance(commit, dict) or not isinstance(item.get("sha"), str):
+            continue
+        author: dict[str, Any] = commit.get("author") or {}
+        if not isinstance(author, dict):
+            author = {}
+        message = str(commit.get("message") or "")
+        date, name = str(author.get("date") or ""), str(author.get("name") or "")
+        out.append(Landed.of(item["sha"], date, name, message, target.path, target.path))
+    return out[:limit], answer.problem
+
+
+def merge(groups: list[list[Landed]], limit: int) -> list[Landed]:
+    """One list, newest first, each commit once (with every target it touched)."""
+    by_sha: dict[str, Landed] = {}
+    for group in groups:
+        for item in group:
+            old = by_sha.get(item.sha)
+            if old is None:
+                by_sha[item.sha] = item
+            else:
+                by_sha[item.sha] = replace(
+                    old,
+                    paths=tuple(dict.fromkeys(old.paths + item.paths)),
+                    names=tuple(dict.fromkeys(old.names + item.names)),
+                )
+    ordered = sorted(by_sha.values(), key=lambda c: c.date, reverse=True)
+    return ordered[:limit]
+
+
+def approvals(changes: list[Landed], *, reviewer: str | None = None) -> list[Approval]:
+    """Who approved these changes (from ``Approved by:``), most first, bots left out."""
+    counts: Counter[str] = Counter()
+    last: dict[str, Landed] = {}
+    for change in changes:
+        for login in change.trailers.approvers:
+            if trailers.is_bot(login) or (reviewer and login.lower() != reviewer.lower()):
+                continue
+            counts[login] += 1
+            if login not in last or change.date > last[login].date:
+                last[login] = change
+    return [
+        Approval(login, n, last[login].date[:10], last[login].pr)
+        for login, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower()))
+    ]
+
+
+_KEPT = {"key": str, "rows": [cache.Row(str, str, str, str, str, str)]}
+
+
+def kept_landed(
+    tree: Tree, target: Target, parts: tuple[object, ...], compute: Any
+) -> list[Landed]:
+    """``compute()``, kept per history, file and question: the same question about
+    the same history is answered from the cache (a `git log --follow` over years
+    of PyTorch takes seconds per file)."""
+    head = git_history.head(tree.repo)
+    shallow = " ".join(git_history.shallow_boundary(tree.repo))
+    content = ""
+    if target.ranges:  # blame reads the working tree: its edits change the answer
+        try:
+            content = cache.sha1_hex((tree.repo / target.path).read_bytes())
+        except OSError:
+            content = "-"
+    text = f"{git_history.git_dir(tree.repo)}\0{head}\0{shallow}\0{target}\0{parts}\0{content}"
+    key = cache.sha1_hex(text.encode())
+    path = cache.cache_dir("reviews", "landed", key[:2], f"{key}.json")
+    kept = cache.read_valid(path, _KEPT)
+    if kept and kept["key"] == key:
+        return [Landed.of(*row) for row in kept["rows"]]
+    found: list[Landed] = compute()
+    rows = [c.row() for c in found if len(c.paths) == 1 and len(c.names) == 1]
+    if len(rows) == len(found):
+        cache.write_json(path, {"key": key, "rows": rows}, compact=True)
+    return found

@@ -1,0 +1,259 @@
+"""The rich text of `onboard blame`, `onboard reviews` and `onboard reviews sync`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from onboard.console import printable
+from onboard.workflows.reviews.codeowners import NOTIFICATIONS_ONLY
+from onboard.workflows.reviews.comments import Thread
+from onboard.workflows.reviews.history import human_bytes
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onboard.workflows.reviews.results import (
+        BlameResult,
+        Checkout,
+        PrView,
+        ReviewsResult,
+        SyncResult,
+    )
+
+_STATE_WORDS = {
+    "APPROVED": "approved",
+    "CHANGES_REQUESTED": "asked for changes",
+    "COMMENTED": "commented",
+    "DISMISSED": "dismissed",
+}
+_BODY_CHARS = 600
+
+
+def esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(printable(text))
+
+
+def _where(c: Checkout, history_since: str | None) -> str:
+    at = f" at {c.commit[:12]}" if c.commit else ""
+    since = f", history since {history_since}" if history_since else ""
+    return f"{c.kind} checkout {c.path}{at}{since}"
+
+
+def _pr_line(p: PrView) -> str:
+    t = p.change.trailers
+    number = f"#{t.pr}" if t.pr else p.change.sha[:12]
+    kind = "" if t.kind == "change" else f" [{t.kind}]"
+    title = p.change.subject if t.kind == "revert" else p.change.title
+    return f"{number}{kind}  {p.change.date[:10]}  {title}  ({p.change.author})"
+
+
+def _approved(p: PrView) -> str:
+    t = p.change.trailers
+    parts = []
+    if t.approvers:
+        parts.append("approved by " + ", ".join(t.approvers))
+    elif t.kind == "change":
+        parts.append("no `Approved by:` line")
+    if t.kind == "revert" and t.reverted_by:
+        why = f" ({t.revert_reason})" if t.revert_reason else ""
+        parts.append(f"reverted on behalf of {t.reverted_by}{why}")
+    if t.ghstack_deps:
+        parts.append("ghstack, after " + ", ".join(f"#{n}" for n in t.ghstack_deps))
+    states = p.states()
+    asked = states.get("CHANGES_REQUESTED")
+    if asked:
+        parts.append("changes were asked by " + ", ".join(asked))
+    return "; ".join(parts)
+
+
+def _thread(console: Console, t: Thread, indent: str, verbose: bool) -> None:
+    root = t.root
+    where = t.path_now or root.path
+    renamed = f" (then {root.path})" if root.path != where else ""
+    if not t.checked:
+        status = ""
+    elif t.still_at is not None:
+        status = f"  [green]still there: {esc(where)}:{t.still_at}[/]"
+    else:
+        status = "  [yellow]gone from the installed commit[/]"
+    console.print(f"{indent}[bold]#{root.pr}[/] {esc(where + renamed)}{status}")
+    hunk = root.anchor()
+    for code in (root.context(2) if verbose else []) + hunk[-3:]:
+        console.print(f"{indent}  [dim]| {esc(code)}[/]")
+    if t.root_deleted:
+        console.print(f"{indent}  [dim](the comment these reply to was deleted)[/]")
+    for i, c in enumerate(t.comments):
+        body = " ".join(c.body.split())
+        if len(body) > _BODY_CHARS and not verbose:
+            body = body[: _BODY_CHARS - 3] + "..."
+        arrow = "" if i == 0 and not t.root_deleted else "-> "
+        console.print(f"{indent}  {arrow}[cyan]{esc(c.user)}[/]: {esc(body)}")
+    if root.url:
+        console.print(f"{indent}  [blue]{esc(root.url)}[/]")
+
+
+def _footer(console: Console, notes: list[str], api_summary: str | None) -> None:
+    if api_summary:
+        console.print(f"\n[dim]GitHub: {esc(api_summary)}[/]")
+    for note in notes:
+        console.print(f"[yellow]Note:[/] {esc(note)}")
+
+
+def reviews(r: ReviewsResult, console: Console, verbose: bool) -> None:
+    what = " ".join(r.query) if r.query else "the files this branch changes"
+    console.print(f"[bold]Reviews of {esc(what)}[/]  ({esc(_where(r.checkout, r.history.since))})")
+    if r.history.fetched_now:
+        console.print(f"[dim]fetched history: {human_bytes(r.history.bytes_fetched)}[/]")
+    console.print("\n[bold cyan]Files[/]")
+    for f in r.files:
+        lines = ", ".join(f"{a}-{b}" for a, b in f.target.ranges)
+        only = f" (lines {lines}: the op's own entry)" if lines else ""
+        console.print(f"  [bold]{esc(f.target.path)}[/]{esc(only)}  [dim]{esc(f.target.why)}[/]")
+        specific = [rule for rule in f.rules if not rule.catch_all]
+        for rule in specific:
+            people = ", ".join(rule.approved_by)
+            console.print(f"    may approve ({esc(rule.name)}, merge_rules): {esc(people)}")
+        catch = [rule.name for rule in f.rules if rule.catch_all]
+        if catch:
+            console.print(f"    [dim]and, for every path: {esc(', '.join(catch))}[/]")
+        if f.owners is not None and f.owners.owners:
+            console.print(
+                f"    [dim]notified (CODEOWNERS {esc(f.owners.pattern)}): "
+                f"{esc(' '.join(f.owners.owners))}[/]"
+            )
+    if any(f.owners and f.owners.owners for f in r.files):
+        console.print(f"  [dim]{esc(NOTIFICATIONS_ONLY)}[/]")
+    limit = f"at most {r.limit}" + (f", since {r.since}" if r.since else "")
+    console.print(f"\n[bold cyan]Landed pull requests, newest first ({esc(limit)})[/]")
+    if not r.prs:
+        console.print("  none in this history")
+    for p in r.prs:
+        here = f"  [dim]{p.comments_here} comment(s) here[/]" if p.comments_here else ""
+        console.print(f"  {esc(_pr_line(p))}{here}")
+        detail = _approved(p)
+        if detail:
+            console.print(f"      [dim]{esc(detail)}[/]")
+        if p.url or verbose:
+            console.print(f"      [blue]{esc(p.url or p.commit_url)}[/]")
+    if r.approvals:
+        console.print("\n[bold cyan]Who approved these (from the commits' Approved by: lines)[/]")
+        for a in r.approvals[: None if verbose else 10]:
+            last = f"#{a.last_pr}, " if a.last_pr else ""
+            console.print(f"  {esc(a.login)}  {a.count}x  [dim](last {last}{a.last_date})[/]")
+    _threads(r, console, verbose)
+    summary = r.api.summary() if r.api and (r.api.requests or r.api.from_cache) else None
+    _footer(console, r.notes, summary)
+
+
+def _threads(r: ReviewsResult, console: Console, verbose: bool) -> None:
+    title = "Review comments on these files, by reviewer"
+    if r.reviewer:
+        title += f" ({r.reviewer} only)"
+    console.print(f"\n[bold cyan]{esc(title)}[/]")
+    if not r.threads:
+        console.print("  none (or not fetched: see the notes)")
+        return
+    by_user: dict[str, list[Thread]] = {}
+    for t in r.threads:
+        by_user.setdefault(t.root.user, []).append(t)
+    shown = 0
+    for user, items in sorted(by_user.items(), key=lambda kv: -len(kv[1])):
+        console.print(f"  [bold]{esc(user)}[/] ({len(items)} thread(s))")
+        for t in items:
+            if not verbose and shown >= 12:
+                break
+            _thread(console, t, "    ", verbose)
+            shown += 1
+    hidden = len(r.threads) - shown
+    if hidden > 0:
+        console.print(f"  [dim]... {hidden} more thread(s): -v shows all, --json lists them[/]")
+
+
+def blame(r: BlameResult, console: Console, verbose: bool) -> None:
+    span = f"{r.start}" if r.start == r.end else f"{r.start}-{r.end}"
+    console.print(f"[bold]{esc(r.path)}:{span}[/]  ({esc(_where(r.checkout, r.history.since))})")
+    if r.history.fetched_now:
+        console.print(f"[dim]fetched history: {human_bytes(r.history.bytes_fetched)}[/]")
+    for ln in r.lines:
+        p = r.prs.get(ln.sha)
+        if ln.sha == "0" * 40:
+            who = "not committed yet"
+        elif p is None:
+            who = ln.sha[:12]
+        else:
+            number = f"#{p.change.trailers.pr} " if p.change.trailers.pr else ""
+            who = f"{ln.sha[:12]} {number}{p.change.date[:10]}"
+        old = "  older than this history" if ln.boundary else ""
+        console.print(f"  {ln.line:>6}  {esc(ln.text)}")
+        console.print(f"          [dim]<- {esc(who)}{old}[/]")
+    console.print("\n[bold cyan]Commits[/]")
+    for sha, p in r.prs.items():
+        console.print(f"  [bold]{sha[:12]}[/]  {esc(_pr_line(p))}")
+        detail = _approved(p)
+        if detail:
+            console.print(f"      [dim]{esc(detail)}[/]")
+        states = p.states()
+        for state, users in states.items():
+            if state != "CHANGES_REQUESTED":
+                word = _STATE_WORDS.get(state, state)
+                console.print(f"      [dim]review: {esc(', '.join(users))} {word}[/]")
+        if p.url:
+            console.print(f"      [blue]{esc(p.url)}[/]")
+        for orig in r.originals.get(sha, []):
+            console.print(f"      relands {esc(_pr_line(orig))}")
+            detail = _approved(orig)
+            if detail:
+                console.print(f"        [dim]{esc(detail)}[/]")
+            if orig.url:
+                console.print(f"        [blue]{esc(orig.url)}[/]")
+            if orig.problem:
+                console.print(f"        [yellow]review not shown: {esc(orig.problem)}[/]")
+        if p.problem:
+            console.print(f"      [yellow]review not shown: {esc(p.problem)}[/]")
+        for t in r.threads.get(sha, []):
+            _thread(console, t, "      ", verbose)
+    if r.skipped:
+        console.print("\n[bold cyan]Stepped past (--walk)[/]")
+        for s in r.skipped:
+            pr = f" #{s.pr}" if s.pr else ""
+            console.print(f"  {s.sha[:12]} [{esc(s.kind)}]{esc(pr)} {esc(s.subject)}")
+    if r.ignored_listed:
+        console.print(
+            f"[dim]{r.ignored_listed} mass-reformat commit(s) of .git-blame-ignore-revs skipped.[/]"
+        )
+    summary = r.api.summary() if r.api and (r.api.requests or r.api.from_cache) else None
+    _footer(console, r.notes, summary)
+
+
+def sync(r: SyncResult, console: Console, verbose: bool) -> None:
+    what = " ".join(r.query) if r.query else "the files this branch changes"
+    console.print(f"[bold]Synced reviews of {esc(what)}[/]  ({len(r.files)} file(s))")
+    if r.history.fetched_now:
+        console.print(
+            f"fetched history since {r.history.since}: {human_bytes(r.history.bytes_fetched)}"
+        )
+    counts: dict[str, int] = {}
+    for p in r.prs:
+        key = "gone" if p.gone else p.source
+        counts[key] = counts.get(key, 0) + 1
+    words = {
+        "api": "fetched",
+        "cache": "already cached",
+        "revalidated": "unchanged (304)",
+        "gone": "not on GitHub (404)",
+        "missing": "not fetched",
+    }
+    parts = [f"{n} {words.get(k, k)}" for k, n in sorted(counts.items())]
+    console.print(f"{len(r.prs)} pull request(s): {', '.join(parts) or 'none'}")
+    for p in r.prs:
+        if verbose or p.problem or p.source == "missing":
+            problem = f"  [yellow]{esc(p.problem)}[/]" if p.problem else ""
+            console.print(f"  #{p.pr}: {p.comments} comment(s), {p.reviews} review(s){problem}")
+    _footer(console, r.notes, r.api.summary())
+    if r.exit_code:
+        console.print(
+            "[yellow]Not everything was fetched;[/] what was is kept: run the same command "
+            "again to go on."
+        )
