@@ -1082,7 +1082,7 @@ def test_lintrunner_missing_is_reported(
 
 def test_help_does_not_import_github_or_yaml() -> None:
     code = (
-        "import sys; from onboard.cli import main\n"
+        "import sys; from onboard.entry import main\n"
         "try:\n    main(['pr', '--help'])\nexcept SystemExit:\n    pass\n"
         "bad = [m for m in ('github', 'yaml', 'git', 'rich', 'jinja2') if m in sys.modules]\n"
         "print(bad)\n"
