@@ -30,7 +30,7 @@ from opsource_helpers import (
 from onboard.cli import cli
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.trace import launch, optree
-from onboard.workflows.trace.dispatch import BELOW_AUTOGRAD, parse_table, walk
+from onboard.workflows.trace.dispatch import BELOW_AUTOGRAD, AutogradKernel, parse_table, walk
 from onboard.workflows.trace.profile import trace
 from onboard.workflows.where import where
 
@@ -98,6 +98,29 @@ def test_dispatch_walk_autograd_then_inplace_view_then_cpu() -> None:
         made_on="CPU",
     )
     assert [k.key for k in nested.kernels] == ["CPU"]
+
+
+def test_dispatch_walk_stops_where_the_kernel_does() -> None:
+    detach_ = parse_table(
+        f"CPU: {_AT}/build/aten/src/ATen/RegisterCompositeExplicitAutograd_0.cpp:10043 "
+        "[default backend kernel]\n"
+        f"AutogradCPU: {_AT}/torch/csrc/autograd/VariableTypeManual.cpp:349 [autograd kernel]\n"
+    )
+    # a hand-written autograd kernel the child saw not redispatch runs alone
+    alone = AutogradKernel(redispatches=False, excludes_inplace_or_view=False)
+    ran = walk(
+        detach_, CPU_KEYS, frozenset(), backends=frozenset({"CPU"}), made_on="CPU", autograd=alone
+    )
+    assert [k.key for k in ran.kernels] == ["AutogradCPU"]
+    # no key left (an op without tensor arguments): the Undefined entry runs
+    nnpack = parse_table(
+        f"Undefined: {_AT}/build/aten/src/ATen/RegisterCompositeImplicitAutograd_0.cpp:6058 "
+        "[math kernel]\n"
+        f"BackendSelect: fallthrough {_AT}/aten/src/ATen/core/BackendSelectFallbackKernel.cpp:3 "
+        "[backend fallback]\n"
+    )
+    ran = walk(nnpack, ["BackendSelect"], frozenset(), backends=frozenset({"CPU"}), made_on="CPU")
+    assert [(k.key, k.kind) for k in ran.kernels] == [("Undefined", "math kernel")]
 
 
 def test_fold_repeated_loop_bodies() -> None:

@@ -101,7 +101,8 @@ def excluded_at_call(
         # an autograd key was in its key set: whatever was assumed excluded was not
         return excluded - BELOW_AUTOGRAD - {AUTOGRAD}, "profiler"
     base = op.split("::", 1)[-1].split(".", 1)[0]
-    if site.top and base in factories:
+    # (torch.ops.aten.zeros(...) goes to the dispatcher without the binding's guard)
+    if site.top and base in factories and not (site.api or "").startswith("torch.ops."):
         # the factory's own call and everything it calls run under its guard
         return excluded | (BELOW_AUTOGRAD if factories[base] else {AUTOGRAD}), "binding"
     first = first_key(table, keys, excluded)
