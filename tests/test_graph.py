@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,154 @@ def test_graph_svg_holds_the_graph(tmp_path: Path) -> None:
     # the dot text and the picture are the same graph
     result = graph(code=STEP_CODE, python=PY)
     assert nodes["n1"].endswith(f"derivatives.yaml:{result.nodes[1].derivative.line}")
+
+
+# Programs whose every graph hangs off a module global: the graph walk reaches every
+# Node that saved something, so its saved tensors are all the forward saved. (No Python
+# number is saved: autograd keeps those, wrapped as tensors, away from the pack hook.)
+GRAPH_PROGRAMS = {
+    "step": STEP,
+    "custom_function": """\
+import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x * x * k
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad * ctx.k, None
+
+a = torch.randn(3, requires_grad=True)
+b = Square.apply(a, 3).sum()
+""",
+    "mlp": """\
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+loss = F.cross_entropy(model(torch.randn(5, 4)), torch.tensor([0, 1, 0, 1, 1]))
+""",
+    "multi_output": """\
+import torch
+
+x = torch.randn(4, requires_grad=True)
+a, b = x.view(2, 2).unbind()
+y = (a.exp() * b + b.sigmoid()).sum()
+c = torch.cat([a, b]).tanh()
+""",
+    "views_in_place": """\
+import torch
+
+w = torch.randn(4, 3, requires_grad=True)
+h = w.clone()
+h[1:].mul_(w[:3].sigmoid())
+out = h.t().softmax(-1)
+""",
+    "conv_norm": """\
+import torch
+
+torch.manual_seed(0)
+conv = torch.nn.Conv2d(1, 2, 3)
+norm = torch.nn.LayerNorm([2, 3, 3])
+out = norm(conv(torch.randn(1, 1, 5, 5))).relu().mean()
+""",
+}
+
+_PACKED = """\
+import json, sys
+import torch
+
+packed = []
+
+def pack(t):
+    packed.append([list(t.shape), str(t.dtype).replace("torch.", "")])
+    return t
+
+path = sys.argv[1]
+with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__"})
+print(json.dumps(packed))
+"""
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH_PROGRAMS))
+def test_saved_tensors_are_the_ones_autograd_packed(name: str, tmp_path: Path) -> None:
+    """Autograd hands every tensor a Node saves for backward (SavedVariable) to the
+    saved_tensors_hooks pack hook: those are the truth, as (shape, dtype)."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(GRAPH_PROGRAMS[name])
+    done = proc.run([PY, "-c", _PACKED, str(script)], timeout=300, what="the pack-hook run")
+    truth = Counter(
+        (tuple(shape), dtype) for shape, dtype in json.loads(done.stdout.splitlines()[-1])
+    )
+    result = graph([PY, str(script)])
+    shown = Counter(
+        (tuple(s["tensor"]["shape"]), s["tensor"]["dtype"])
+        for n in result.nodes
+        for s in n.saved
+        if "tensor" in s and not s["name"].startswith("ctx.")
+    )
+    print(f"{name}: saved tensors right {sum((truth & shown).values())}/{sum(truth.values())}")
+    if name == "views_in_place":
+        # the in-place mul_ on a view saved two tensors inside a CopySlices, out of reach
+        assert not shown - truth and sum((truth - shown).values()) == 2
+        assert any("CopySlices" in note for note in result.notes)
+    else:
+        assert shown == truth
+
+
+_EDGES = """\
+import json, sys
+import torch
+
+path = sys.argv[1]
+space = {"__name__": "__main__"}
+exec(compile(open(path).read(), path, "exec"), space)
+edges, seen = [], set()
+pending = [v.grad_fn for v in space.values() if isinstance(v, torch.Tensor) and v.grad_fn]
+while pending:
+    fn = pending.pop()
+    if id(fn) in seen:
+        continue
+    seen.add(id(fn))
+    for i, (nxt, nr) in enumerate(fn.next_functions):
+        if nxt is not None:
+            edges.append([type(fn).__name__, type(nxt).__name__, i, nr])
+            pending.append(nxt)
+print(json.dumps(edges))
+"""
+
+
+def test_dot_edges_are_labelled_with_their_place_in_next_functions(tmp_path: Path) -> None:
+    script = tmp_path / "multi.py"
+    script.write_text(GRAPH_PROGRAMS["multi_output"])
+    done = proc.run([PY, "-c", _EDGES, str(script)], timeout=300, what="the graph walk")
+    truth = Counter(
+        (src, dst, str(i) if nr == 0 else f"{i} -> input_nr {nr}")
+        for src, dst, i, nr in json.loads(done.stdout.splitlines()[-1])
+    )
+    assert any(nr for *_rest, nr in json.loads(done.stdout.splitlines()[-1]))  # a real input_nr
+    result = graph([PY, str(script)])
+    cls = {f"n{n.index}": n.cls for n in result.nodes}
+    shown = Counter(
+        (cls[a], cls[b], label)
+        for a, b, label in re.findall(
+            r'^  (n\d+) -> (n\d+) \[label="([^"]*)"\];$', result.dot, re.M
+        )
+    )
+    assert shown == truth
+
+
+def test_readme_dot_example_is_what_graph_prints(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    at = readme.index("```\ndigraph autograd {")
+    block = readme[at + 4 : readme.index("```", at + 4)]
+    script = tmp_path / "train_step.py"
+    script.write_text(STEP)  # the README's train_step.py
+    assert graph([PY, str(script)], dot=True).dot == block

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixtures.pytorch_repo import find_torch_dir
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
     clone_ws_fixture,  # noqa: F401 (a pytest fixture)
@@ -29,7 +30,7 @@ from opsource_helpers import (
 from onboard.cli import cli
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.trace import launch, optree
-from onboard.workflows.trace.dispatch import parse_table, walk
+from onboard.workflows.trace.dispatch import BELOW_AUTOGRAD, AutogradKernel, parse_table, walk
 from onboard.workflows.trace.profile import trace
 from onboard.workflows.where import where
 
@@ -87,7 +88,7 @@ def test_dispatch_walk_autograd_then_inplace_view_then_cpu() -> None:
         made_on="CPU",
     )
     assert [k.key for k in ran.kernels] == ["AutogradCPU", "ADInplaceOrView", "CPU"]
-    assert {"AutogradCPU", "ADInplaceOrView"} <= ran.excluded_below
+    assert ran.excluded_below >= BELOW_AUTOGRAD
     # below an autograd kernel, the same op runs its backend kernel only
     nested = walk(
         parse_table(ZERO_TABLE),
@@ -97,6 +98,29 @@ def test_dispatch_walk_autograd_then_inplace_view_then_cpu() -> None:
         made_on="CPU",
     )
     assert [k.key for k in nested.kernels] == ["CPU"]
+
+
+def test_dispatch_walk_stops_where_the_kernel_does() -> None:
+    detach_ = parse_table(
+        f"CPU: {_AT}/build/aten/src/ATen/RegisterCompositeExplicitAutograd_0.cpp:10043 "
+        "[default backend kernel]\n"
+        f"AutogradCPU: {_AT}/torch/csrc/autograd/VariableTypeManual.cpp:349 [autograd kernel]\n"
+    )
+    # a hand-written autograd kernel the child saw not redispatch runs alone
+    alone = AutogradKernel(redispatches=False, excludes_inplace_or_view=False)
+    ran = walk(
+        detach_, CPU_KEYS, frozenset(), backends=frozenset({"CPU"}), made_on="CPU", autograd=alone
+    )
+    assert [k.key for k in ran.kernels] == ["AutogradCPU"]
+    # no key left (an op without tensor arguments): the Undefined entry runs
+    nnpack = parse_table(
+        f"Undefined: {_AT}/build/aten/src/ATen/RegisterCompositeImplicitAutograd_0.cpp:6058 "
+        "[math kernel]\n"
+        f"BackendSelect: fallthrough {_AT}/aten/src/ATen/core/BackendSelectFallbackKernel.cpp:3 "
+        "[backend fallback]\n"
+    )
+    ran = walk(nnpack, ["BackendSelect"], frozenset(), backends=frozenset({"CPU"}), made_on="CPU")
+    assert [(k.key, k.kind) for k in ran.kernels] == [("Undefined", "math kernel")]
 
 
 def test_fold_repeated_loop_bodies() -> None:
@@ -180,11 +204,30 @@ def test_trace_zeros_shows_the_real_call_path() -> None:
     # a small contiguous CPU tensor: zero_ zeroes memory itself, no fill_
     assert not zeros.children[1].children
     assert [k.key for k in zeros.kernels] == ["BackendSelect", "CPU"]
-    assert [k.key for k in zeros.children[1].kernels] == ["AutogradCPU", "ADInplaceOrView", "CPU"]
+    # Inside the factory only zero_'s CPU kernel runs; called by the program, its
+    # ADInplaceOrView kernel runs too and bumps the version counter. torch says which:
+    versions = subprocess.run(
+        [
+            PY,
+            "-c",
+            "import torch; print(torch.zeros(3, 4)._version, torch.empty(3, 4).zero_()._version)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert versions == ["0", "1"]
+    assert [k.key for k in zeros.children[1].kernels] == ["CPU"]
+    direct = trace(code="torch.empty(3, 4).zero_()", python=PY)
+    zero_ = next(n for n in optree.ops(direct.tree) if n.label == "aten::zero_")
+    assert [k.key for k in zero_.kernels] == ["AutogradCPU", "ADInplaceOrView", "CPU"]
     assert zeros.children[0].allocated_bytes == 3 * 4 * 4
     assert [m.device for m in result.memory] == ["cpu"] and result.memory[0].bytes == 48
     assert result.memory[0].header is not None
     assert result.memory[0].header.path == "c10/core/CPUAllocator.h"
+    assert result.memory[0].header.line == _source_line(
+        "c10/core/CPUAllocator.h", "GetDefaultCPUAllocator"
+    )
     assert result.ops["aten::zeros"].places is not None
     assert result.ops["aten::zeros"].places.yaml is not None
     assert any("CUDA was not run" in n for n in result.notes)
@@ -264,6 +307,14 @@ def test_trace_program_that_fails_before_torch(tmp_path: Path) -> None:
     script.write_text("import sys\nsys.exit(3)\n")
     with pytest.raises(OnboardError, match=r"exit 3"):
         trace([PY, str(script)])
+
+
+def _source_line(rel: str, needle: str) -> int:
+    """The line of ``needle`` in PyTorch's own copy of the header: the wheel's copy under
+    torch/include has one guard line more on top (`#if !defined(TORCH_STABLE_ONLY) ...`)."""
+    lines = (find_torch_dir() / "include" / rel).read_text(encoding="utf-8").splitlines()
+    number = next(i for i, text in enumerate(lines, 1) if needle in text)
+    return number - 1 if lines[0].startswith("#if !defined(TORCH_STABLE_ONLY)") else number
 
 
 def _suggested_run_fails_the_same_way(error: OnboardError, expected: str) -> None:

@@ -59,21 +59,40 @@ def _node_id(fn):
     return index[id(fn)]
 
 
+def _saved_value(name, read):
+    try:
+        value = read()
+    except Exception as exc:  # freed after backward, or not readable
+        return {"name": name, "value": f"unavailable: {str(exc).splitlines()[0][:80]}"}
+    if isinstance(value, torch.Tensor):
+        return {"name": name, "tensor": _tensor(value)}
+    return {"name": name, "value": str(value)[:60]}
+
+
 def _saved(fn):
+    """What the node saved for backward: a generated node's `_saved_*` attributes
+    (torch/csrc/autograd/generated/python_functions.cpp), a custom autograd.Function's
+    `ctx.save_for_backward(...)` (`saved_tensors`) and the attributes its forward set
+    on ctx."""
     out = []
     for attr in sorted(dir(fn)):
-        if not attr.startswith("_saved_"):
-            continue
+        if attr.startswith("_saved_"):
+            out.append(_saved_value(attr[7:], lambda attr=attr: getattr(fn, attr)))
+    if isinstance(fn, torch.autograd.function.BackwardCFunction):
         try:
-            value = getattr(fn, attr)
-        except Exception as exc:  # freed after backward, or not readable
-            out.append({"name": attr[7:], "value": f"unavailable: {str(exc).splitlines()[0][:80]}"})
-            continue
-        if isinstance(value, torch.Tensor):
-            out.append({"name": attr[7:], "tensor": _tensor(value)})
+            tensors = fn.saved_tensors
+        except Exception as exc:
+            out.append(_saved_value("saved_tensors", lambda exc=exc: _raise(exc)))
         else:
-            out.append({"name": attr[7:], "value": str(value)[:60]})
+            for i, t in enumerate(tensors):
+                out.append(_saved_value(f"saved_tensors[{i}]", lambda t=t: t))
+        for attr, value in sorted(vars(fn).items()):
+            out.append(_saved_value(f"ctx.{attr}", lambda value=value: value))
     return out
+
+
+def _raise(exc):
+    raise exc
 
 
 for _name, t in roots:

@@ -46,12 +46,42 @@ def _watching_import(name, globals=None, locals=None, fromlist=(), level=0):
     return _REAL_IMPORT(name, globals, locals, fromlist, level)
 
 
+_OVERRIDES = os.sep + os.path.join("torch", "overrides.py")
+
+
 def _frames(tb):
     return [
         {"path": f.filename, "line": f.lineno, "func": f.name}
         for f in traceback.extract_tb(tb)
         if f.filename != "<onboard>"
     ]
+
+
+def _not_theirs(frames):
+    """Frames `python SCRIPT` would not show: onboard's own (<onboard>), torch's
+    __torch_function__ machinery (torch/overrides.py) that the tracer's mode sends a
+    call through, and the line that handed the call to it."""
+    skip = set()
+    for i, frame in enumerate(frames):
+        if frame.filename == "<onboard>" or frame.filename.endswith(_OVERRIDES):
+            skip.add(i)
+            if frame.filename.endswith(_OVERRIDES) and i > 0:
+                skip.add(i - 1)
+    return [f for i, f in enumerate(frames) if i not in skip]
+
+
+def _print_traceback(exc):
+    """The program's traceback as running it by itself prints it."""
+    shown = traceback.TracebackException.from_exception(exc)
+    pending, seen = [shown], set()
+    while pending:
+        part = pending.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        part.stack = traceback.StackSummary.from_list(_not_theirs(list(part.stack)))
+        pending.extend(p for p in (part.__cause__, part.__context__) if p is not None)
+    sys.stderr.write("".join(shown.format()))
 
 
 def _main_module(path):
@@ -111,7 +141,7 @@ def run_user_program(enter, leave):
             sys.stderr.write(str(code_) + "\n")
             status["exit_code"] = 1
     except BaseException as exc:  # the user's error, reported as theirs
-        traceback.print_exc()
+        _print_traceback(exc)
         status["exit_code"] = 1
         status["exception"] = {
             "type": type(exc).__name__,

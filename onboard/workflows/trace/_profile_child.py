@@ -2,8 +2,9 @@
 # `onboard_launch`) in the user's interpreter: runs the program under torch's
 # profiler (record_shapes, profile_memory, overload names) and a
 # TorchFunctionMode that marks each outermost torch call with the file:line
-# that made it, then writes the event tree, the computed dispatch table of
-# every op seen and the dispatch key sets it needs.
+# that made it and the dispatch state it started in, then writes the event
+# tree, the computed dispatch table of every op seen, the key set of each
+# (inputs, dispatch state) pair and what the hand-written autograd kernels do.
 # Not with_stack: its Python tracer records every Python call (1.5 million
 # events for 100 steps of a small nn.Module training loop, several times the
 # program's own time) and keeps bare pointers into code objects that the
@@ -15,6 +16,8 @@ import os
 import re
 import sys
 import time
+import types
+import warnings
 from types import FrameType
 from typing import Any
 
@@ -44,11 +47,48 @@ def _api(func):
     return getattr(func, "__module__", None) or "", name
 
 
+# The dispatch state each outermost call started in, numbered: the thread's included and
+# excluded dispatch keys (inference_mode, autocast and guards set from Python change them)
+# and grad mode, which decides whether the profiler gives an op a sequence number
+# (aten/src/ATen/core/dispatch/Dispatcher.cpp: sequenceNumberForRunningRecordFunction).
+_states: dict[tuple[int, int, bool], int] = {}
+_include_set = torch._C._dispatch_tls_local_include_set
+_exclude_set = torch._C._dispatch_tls_local_exclude_set
+_grad_enabled = torch.is_grad_enabled
+# Python code (a def) may change grad mode or the key sets before it calls an op;
+# a C++ binding or an OpOverload goes straight to the dispatcher.
+_PYTHON_CODE = (types.FunctionType, types.MethodType)
+
+
+def _state() -> int:
+    key = (_include_set().raw_repr(), _exclude_set().raw_repr(), _grad_enabled())
+    found = _states.get(key)
+    if found is None:
+        found = _states[key] = len(_states)
+    return found
+
+
+def _recorded_graph(result) -> bool:
+    """Whether the call's output carries autograd history (a grad_fn)."""
+    try:
+        if isinstance(result, torch.Tensor):
+            return result.grad_fn is not None
+        if isinstance(result, (tuple, list)):
+            return any(isinstance(r, torch.Tensor) and r.grad_fn is not None for r in result[:8])
+    except Exception:  # a tensor subclass whose grad_fn cannot be read here
+        pass
+    return False
+
+
 class CallSites(TorchFunctionMode):
     """Marks each outermost torch call (the mode is off inside it) with the user's
-    line that made it and, when torch's own Python code made it, that line too."""
+    line that made it and, when torch's own Python code made it, that line too; with the
+    dispatch state it started in; and notes the calls whose output has a grad_fn."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    serial = 0
+    graph_calls: set[int] = set()
+
+    def __torch_function__(self, func, types=(), args=(), kwargs=None):
         frame: FrameType | None = sys._getframe(1)
         inner: FrameType | None = None
         while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
@@ -57,6 +97,8 @@ class CallSites(TorchFunctionMode):
             frame = frame.f_back
         user = frame if frame is not None else inner
         module, name = _api(func)
+        CallSites.serial += 1
+        serial = CallSites.serial
         mark = _LINE + "\x1f".join(
             [
                 user.f_code.co_filename if user else "?",
@@ -65,10 +107,16 @@ class CallSites(TorchFunctionMode):
                 str(inner.f_lineno if inner else 0),
                 module,
                 name,
+                str(serial),
+                str(_state()),
+                "p" if isinstance(func, _PYTHON_CODE) else "b",
             ]
         )
         with torch._C._profiler._RecordFunctionFast(mark):
-            return func(*args, **(kwargs or {}))
+            result = func(*args, **(kwargs or {}))
+        if _recorded_graph(result):
+            CallSites.graph_calls.add(serial)
+        return result
 
 
 prof = profile(
@@ -79,8 +127,22 @@ prof = profile(
 mode = CallSites()
 
 
+_base_state = [0]
+
+
 def _enter():
-    prof.__enter__()
+    # Kineto logs `profiler_start`/`profiler_stop` lines to stderr at its default level,
+    # which would land in the program's own output; the level is read when it starts.
+    level = os.environ.get("KINETO_LOG_LEVEL")
+    os.environ["KINETO_LOG_LEVEL"] = "6"
+    try:
+        prof.__enter__()
+    finally:
+        if level is None:
+            del os.environ["KINETO_LOG_LEVEL"]
+        else:
+            os.environ["KINETO_LOG_LEVEL"] = level
+    _base_state[0] = _state()
     mode.__enter__()
 
 
@@ -105,9 +167,10 @@ def _name(obj):
     return text
 
 
-# the device/layout combinations the ops' tensors had ("" for none): their key sets
-# are computed once at the end
-_placements = {""}
+# the device/layout combinations the ops' tensors had ("" for none), with the dispatch
+# state of the call they ran under: their key sets are computed once at the end
+_placements: set[tuple[str, int]] = set()
+_devices = {"cpu"}  # where allocations went (the backend a factory's BackendSelect picks)
 
 
 def _tensor(v, places):
@@ -129,15 +192,13 @@ def _inputs(values):
             parts = [_tensor(x, places) for x in v[:8] if isinstance(x, _TensorMetadata)]
             if parts:
                 texts.append("[" + ", ".join(parts) + "]")
-    combo = "+".join(sorted(places))
-    _placements.add(combo)
-    return texts, combo
+    return texts, "+".join(sorted(places))
 
 
-def _children(event):
+def _children(event, state):
     kids = []
     for child in event.children:
-        node = _convert(child)
+        node = _convert(child, state)
         if node is None:
             continue
         if node["t"] == "group":
@@ -147,8 +208,9 @@ def _children(event):
     return kids
 
 
-def _convert(event):
-    """One profiler event -> a JSON node, or None when it holds no op."""
+def _convert(event, state):
+    """One profiler event -> a JSON node, or None when it holds no op; ``state`` is the
+    dispatch state of the call it ran under."""
     tag = event.tag
     if counted[0] >= _MAX_EVENTS:
         counted[1] += 1
@@ -159,7 +221,7 @@ def _convert(event):
             return None  # a free: the peaks are at allocations
         counted[0] += 1
         device = str(ex.device)
-        _placements.add(f"{device}/strided")
+        _devices.add(device)
         return {
             "t": "alloc",
             "bytes": ex.alloc_size,
@@ -167,15 +229,13 @@ def _convert(event):
             "allocated": ex.total_allocated,
             "reserved": ex.total_reserved,
         }
-    kids = _children(event)
-    if tag != _EventType.TorchOp:
-        # a user annotation, a backend's event: keep what it holds
-        return {"t": "group", "children": kids} if kids else None
     name = event.name
-    if name.startswith(_LINE):
+    if tag == _EventType.TorchOp and name.startswith(_LINE):
+        fields = name[len(_LINE) :].split("\x1f")
+        path, line, torch_path, torch_line, module, api, serial, call_state, kind = fields
+        kids = _children(event, int(call_state))
         if not kids:
             return None
-        path, line, torch_path, torch_line, module, api = name[len(_LINE) :].split("\x1f")
         counted[0] += 1
         return {
             "t": "call",
@@ -185,11 +245,19 @@ def _convert(event):
             "torch_line": int(torch_line),
             "api": api,
             "module": module,
+            "state": int(call_state),
+            "python": kind == "p",
+            "graph": int(serial) in CallSites.graph_calls,
             "children": kids,
         }
+    kids = _children(event, state)
+    if tag != _EventType.TorchOp:
+        # a user annotation, a backend's event: keep what it holds
+        return {"t": "group", "children": kids} if kids else None
     counted[0] += 1
     ex = event.extra_fields
     inputs, combo = _inputs(ex.inputs)
+    _placements.add((combo, state))
     return {
         "t": "op",
         "name": name,
@@ -197,7 +265,7 @@ def _convert(event):
         "ns": event.duration_time_ns,
         "seq": ex.sequence_number,
         "inputs": inputs,
-        "keys": combo,
+        "keys": f"{combo}|{state}",
         "children": kids,
     }
 
@@ -206,7 +274,7 @@ def _convert(event):
 results = prof.kineto_results
 tree: list[dict] = []
 for root in results.experimental_event_tree() if results is not None else []:
-    node = _convert(root)
+    node = _convert(root, _base_state[0])
     if node is not None:
         tree.extend(node["children"] if node["t"] == "group" else [node])
 
@@ -245,21 +313,120 @@ def _keys(keyset):
         keyset = keyset.remove(key)
 
 
-# The key set each call dispatched on: its tensors' keys plus the thread's
-# included keys (BackendSelect, ADInplaceOrView), before the excluded ones.
-include = torch._C._dispatch_tls_local_include_set()
+# The key set each call dispatched on, as the dispatcher computes it
+# (c10/core/impl/LocalDispatchKeySet.h, DispatchKeySet's operator-): its tensors' keys
+# plus the thread's included keys, less the excluded functionalities (the backend bits
+# stay), for the dispatch state of the call it ran under.
+_BACKEND_BITS = (1 << torch._C._dispatch_num_backends()) - 1
+_ALL_BITS = (1 << 64) - 1
+_INPLACE_OR_VIEW = torch._C.DispatchKeySet(torch._C.DispatchKey.ADInplaceOrView).raw_repr()
+_by_state = {number: key for key, number in _states.items()}
 keysets = {}
-for combo in sorted(_placements):
-    keyset = include
+for combo, number in sorted(_placements):
+    include_raw, exclude_raw, _grad = _by_state[number]
+    raw = include_raw
     try:
         for part in filter(None, combo.split("+")):
             device, layout = part.split("/")
             sample = torch.empty(0, device=device, layout=getattr(torch, layout))
-            keyset = keyset | torch._C._dispatch_keys(sample)
+            raw |= torch._C._dispatch_keys(sample).raw_repr()
     except Exception as exc:  # a layout that cannot make an empty tensor
         sys.stderr.write(f"onboard: no key set for {combo}: {exc}\n")
         continue
-    keysets[combo] = _keys(keyset)
+    if not include_raw & _INPLACE_OR_VIEW:
+        # inference_mode takes ADInplaceOrView off the included keys, and the tensors made
+        # under it lack the key too (c10/core/InferenceMode.h); the profiler does not say
+        # which inputs were made there, so under it every input is taken for one of them.
+        raw &= ~_INPLACE_OR_VIEW
+    raw &= (_BACKEND_BITS | ~exclude_raw) & _ALL_BITS
+    keysets[f"{combo}|{number}"] = _keys(torch._C.DispatchKeySet.from_raw_repr(raw))
+backends = {}
+for device in _devices:
+    try:
+        backends[device] = _keys(torch._C._dispatch_keys(torch.empty(0, device=device)))[-1]
+    except Exception as exc:  # a device this torch cannot make a tensor on any more
+        sys.stderr.write(f"onboard: no backend key for {device}: {exc}\n")
+
+# Autograd kernels that torchgen did not write (tools/autograd/gen_variable_type.py
+# generates VariableType_N.cpp, whose kernels all redispatch below an
+# at::AutoDispatchBelowADInplaceOrView guard): the hand-written ones (e.g.
+# torch/csrc/autograd/VariableTypeManual.cpp) may not redispatch at all (detach_) or
+# guard less. Each is asked once, after the program: the op is called on small fresh
+# tensors while a Python kernel sits at every key below autograd and notes whether it
+# was reached and whether ADInplaceOrView was excluded there. The wrappers are removed
+# right after.
+_GENERATED_AUTOGRAD = re.compile(r"/VariableType_\d+\.cpp:")
+_ENTRY = re.compile(r"^(\w+): (fallthrough )?registered .*\[([^\]]+)\]$")
+_BELOW_AUTOGRAD = ("ADInplaceOrView", "BackendSelect", "CPU")
+
+
+def _sample(arg):
+    kind = str(arg.type)
+    if kind == "Tensor":
+        return torch.zeros(2)
+    if kind in ("int[]", "SymInt[]"):
+        return [2]
+    if kind in ("int", "SymInt"):
+        return 0
+    if kind == "bool":
+        return False
+    raise TypeError(kind)
+
+
+def _probe_one(op, table):
+    namespace, rest = op.split("::", 1)
+    base, _, overload = rest.partition(".")
+    handle = getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
+    args = [_sample(a) for a in handle._schema.arguments if not a.has_default_value()]
+    reached: list[bool] = []
+    lib = torch.library.Library(namespace, "IMPL")
+    try:
+        for key in _BELOW_AUTOGRAD:
+            entry = table.get(key)
+            if entry is None or entry[0]:
+                continue
+            kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key(
+                op, getattr(torch._C.DispatchKey, key)
+            )
+
+            def wrapper(keyset, *a, _kernel=kernel, **kw):
+                reached.append(
+                    torch._C._dispatch_tls_is_dispatch_key_excluded(
+                        torch._C.DispatchKey.ADInplaceOrView
+                    )
+                )
+                return _kernel.call_boxed(keyset, *a, **kw)
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+                lib.impl(rest, wrapper, key, with_keyset=True)
+        handle(*args)
+    finally:
+        lib._destroy()
+    return {"redispatches": bool(reached), "excludes_inplace_or_view": bool(reached[:1] == [True])}
+
+
+def _probe_manual_autograd(tables):
+    found = {}
+    for op, text in tables.items():
+        table = {}
+        for line in (text or "").splitlines():
+            mo = _ENTRY.match(line.strip())
+            if mo:
+                table[mo.group(1)] = (bool(mo.group(2)), mo.group(3), line)
+        autograd = table.get("AutogradCPU")
+        if autograd is None or autograd[1] != "autograd kernel":
+            continue
+        if _GENERATED_AUTOGRAD.search(autograd[2]):
+            continue
+        try:
+            found[op] = _probe_one(op, table)
+        except Exception as exc:  # arguments it cannot make up, or the call refused them
+            found[op] = None
+            sys.stderr.write(f"onboard: could not ask {op}'s autograd kernel: {exc}\n")
+    return found
+
+
 cuda = None
 if torch.cuda.is_available() and torch.cuda.is_initialized():
     cuda = {
@@ -277,7 +444,9 @@ write_answer(
         "dropped": counted[1],
         "tables": tables,
         "keysets": keysets,
-        "tls_exclude": _keys(torch._C._dispatch_tls_local_exclude_set()),
+        "states": {number: {"grad": key[2]} for key, number in _states.items()},
+        "backends": backends,
+        "autograd_kernels": _probe_manual_autograd(tables),
         "cuda": cuda,
         "post_seconds": time.perf_counter() - post_started,
     }

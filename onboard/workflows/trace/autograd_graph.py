@@ -164,6 +164,12 @@ def graph(
         "Hooks registered on a Node (grad_fn.register_hook) live in C++ and cannot be read back "
         "from Python; tensor hooks (tensor.register_hook) are counted per tensor."
     )
+    if any(n.cls == "CopySlices" for n in result.nodes):
+        result.notes.append(
+            "CopySlices stands for an in-place op on a view: it wraps that op's own Node "
+            "(torch/csrc/autograd/functions/tensor.h), which torch does not expose to Python, "
+            "so the tensors that Node saved for backward are not listed."
+        )
     limitation = sources.limitation()
     if limitation:
         result.notes.append(limitation)
@@ -297,8 +303,16 @@ def _quote(text: str) -> str:
     return f'"{escaped}"'
 
 
+def edge_label(position: int, input_nr: int) -> str:
+    """An edge is ``next_functions[position] == (node, input_nr)``: the gradient for the
+    forward op's input ``position`` goes to that node's input ``input_nr``, which is not 0
+    only when the node has several (the backward of an op with several outputs)."""
+    return str(position) if input_nr == 0 else f"{position} -> input_nr {input_nr}"
+
+
 def to_dot(result: GraphResult) -> str:
-    """A Graphviz digraph of the roots and their Nodes, each edge labelled with its input_nr."""
+    """A Graphviz digraph of the roots and their Nodes; each edge is labelled with its
+    place in next_functions (and the input_nr it feeds, when not 0)."""
     lines = ["digraph autograd {", '  rankdir="TB";', '  node [fontname="monospace" fontsize=10];']
     for name in result.roots:
         t = result.tensors.get(name, {})
@@ -319,8 +333,10 @@ def to_dot(result: GraphResult) -> str:
         lines.append(
             f"  n{node.index} [shape=box style=filled fillcolor={color} label={_quote(label)}];"
         )
-        for target, nr in node.next:
+        for position, (target, nr) in enumerate(node.next):
             if target is not None:
-                lines.append(f'  n{node.index} -> n{target} [label="{nr}"];')
+                lines.append(
+                    f"  n{node.index} -> n{target} [label={_quote(edge_label(position, nr))}];"
+                )
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from onboard.workflows.trace.dispatch import Kernel, TableEntry, Walk, walk
+from onboard.workflows.trace.dispatch import AutogradKernel, Kernel, TableEntry, Walk, walk
+from onboard.workflows.trace.guards import CallSite, excluded_at_call
 
 # The autograd engine's own events (backward), named after Node classes, not ops.
 _ENGINE = ("autograd::engine::evaluate_function: ", "torch::autograd::")
@@ -37,7 +38,10 @@ class Node:
     torch_path: str | None = None  # for a call: the torch/*.py line that made it
     torch_line: int | None = None
     ns: int = 0
-    seq: int = -1  # the autograd sequence number: >= 0 when the op recorded a grad_fn
+    seq: int = -1  # the profiler's autograd sequence number: >= 0 when an autograd key was
+    # in the call's key set and grad mode was on (not "a grad_fn was made")
+    keys_basis: str = "replayed"  # how the keys it had excluded are known (guards.py)
+    graph: bool = False  # for a call: its output had a grad_fn (autograd history recorded)
     inputs: list[str] = field(default_factory=list)
     kernels: tuple[Kernel, ...] = ()
     allocations: list[Allocation] = field(default_factory=list)
@@ -68,13 +72,14 @@ class Node:
                 ns=self.ns,
                 self_ns=self.self_ns,
                 inputs=self.inputs,
-                recorded_grad_fn=self.seq >= 0,
+                sequence_nr=self.seq,
                 kernels=[k.to_json() for k in self.kernels],
+                kernels_basis=self.keys_basis,
                 allocated_bytes=self.allocated_bytes,
                 allocations=[asdict(a) for a in self.allocations],
             )
         else:
-            data.update(path=self.path, line=self.line)
+            data.update(path=self.path, line=self.line, recorded_graph=self.graph)
             if self.torch_path:
                 data.update(torch_path=self.torch_path, torch_line=self.torch_line)
         data["children"] = [c.to_json() for c in self.children]
@@ -86,35 +91,48 @@ class Dispatch:
     """What the replayed dispatcher walk needs from the child's answer."""
 
     tables: dict[str, dict[str, TableEntry]]
-    keysets: dict[str, list[str]]
-    excluded: frozenset[str]
+    keysets: dict[str, list[str]]  # "cpu/strided|STATE" -> the call's keys, highest first
+    grad: dict[str, bool]  # dispatch state -> grad mode was on
+    backends: dict[str, str]  # device -> its backend key (cpu -> CPU)
+    autograd: dict[str, AutogradKernel | None]  # hand-written autograd kernels, as seen
+    factories: dict[str, bool]  # factories whose Python binding takes a guard
     # a loop calls the same few ops with the same key sets thousands of times
     _walks: dict[tuple[str, str, frozenset[str], str], Walk] = field(default_factory=dict)
 
-    @property
-    def backends(self) -> frozenset[str]:
-        return frozenset(keys[-1] for combo, keys in self.keysets.items() if combo and keys)
-
-    def kernels(self, op: str, combo: str, excluded: frozenset[str], made_on: str) -> Walk:
-        key = (op, combo, excluded, made_on)
+    def kernels(self, op: str, keys: str, excluded: frozenset[str], made_on: str) -> Walk:
+        key = (op, keys, excluded, made_on)
         if key not in self._walks:
             table = self.tables.get(op)
-            keys = self.keysets.get(combo)
+            found = self.keysets.get(keys)
             self._walks[key] = (
-                walk(table, keys, excluded, backends=self.backends, made_on=made_on)
-                if table and keys is not None
+                walk(
+                    table,
+                    found,
+                    excluded,
+                    backends=frozenset(self.backends.values()),
+                    made_on=made_on,
+                    autograd=self.autograd.get(op),
+                )
+                if table and found is not None
                 else Walk((), excluded)
             )
         return self._walks[key]
 
+    def excluded(
+        self, op: str, keys: str, excluded: frozenset[str], seq: int, site: CallSite
+    ) -> tuple[frozenset[str], str]:
+        table = self.tables.get(op)
+        found = self.keysets.get(keys)
+        if not table or found is None:
+            return excluded, "replayed"
+        return excluded_at_call(op, table, found, excluded, seq, site, self.factories)
 
-def _backend_key(device: str, keysets: dict[str, list[str]]) -> str:
-    keys = keysets.get(f"{device}/strided") or []
-    return keys[-1] if keys else "CPU"
+
+_OUTSIDE = CallSite(api=None, grad_seen=False, top=False)
 
 
 def build(raw: list[dict[str, Any]], dispatch: Dispatch) -> list[Node]:
-    return _build(raw, dispatch, dispatch.excluded, [])
+    return _build(raw, dispatch, frozenset(), [], _OUTSIDE)
 
 
 def _build(
@@ -122,28 +140,33 @@ def _build(
     dispatch: Dispatch,
     excluded: frozenset[str],
     out: list[Node],
+    site: CallSite,
 ) -> list[Node]:
     """The child's nodes as Nodes, appended to ``out`` (a loop, not generators: a
     trace holds tens of thousands of them)."""
     for item in raw:
         kind = item["t"]
         if kind == "alloc":
-            continue  # folded into its op below
+            continue  # folded into its op, or counted as outside any op (memory_outside)
         children = item.get("children", ())
         if kind == "op":
             op = item["name"] + (f".{item['overload']}" if item.get("overload") else "")
+            seq = int(item.get("seq", -1))
+            keys = item.get("keys", "")
             # where BackendSelect sends a factory call: the device of the memory it got
             made_on = (
-                _backend_key(_first_device(item) or "cpu", dispatch.keysets)
+                dispatch.backends.get(_first_device(item) or "cpu", "CPU")
                 if "BackendSelect" in dispatch.tables.get(op, ())
                 else "CPU"
             )
-            ran = dispatch.kernels(op, item.get("keys", ""), excluded, made_on)
+            at_call, basis = dispatch.excluded(op, keys, excluded, seq, site)
+            ran = dispatch.kernels(op, keys, at_call, made_on)
             node = Node(
                 "op",
                 op,
                 ns=int(item.get("ns") or 0),
-                seq=int(item.get("seq", -1)),
+                seq=seq,
+                keys_basis=basis,
                 inputs=list(item.get("inputs", ())),  # `3x4 float32`, as the child wrote them
                 kernels=ran.kernels,
                 allocations=[
@@ -152,7 +175,12 @@ def _build(
                     if a["t"] == "alloc"
                 ],
             )
-            _build(children, dispatch, ran.excluded_below, node.children)
+            # Below the autograd engine grad mode is what backward was asked for: the
+            # sequence numbers there say nothing about guards.
+            below = CallSite(
+                site.api, site.grad_seen and not node.is_engine and _is_aten(op), top=False
+            )
+            _build(children, dispatch, ran.excluded_below, node.children, below)
             out.append(node)
         elif kind == "call":
             node = Node(
@@ -162,12 +190,37 @@ def _build(
                 line=item.get("line"),
                 torch_path=item.get("torch_path") or None,
                 torch_line=item.get("torch_line") or None,
+                graph=bool(item.get("graph")),
             )
-            _build(children, dispatch, excluded, node.children)
+            grad = dispatch.grad.get(str(item.get("state")), False)
+            # Python code in the call (F.relu, nn.init) may switch grad mode off before
+            # the ops it makes; a C++ binding cannot.
+            inner = CallSite(node.label, grad and not item.get("python", True), top=True)
+            _build(children, dispatch, excluded, node.children, inner)
             out.append(node)
         else:  # anything else holds ops at most: show those
-            _build(children, dispatch, excluded, out)
+            _build(children, dispatch, excluded, out, site)
     return out
+
+
+def allocations_outside_ops(raw: list[dict[str, Any]]) -> list[Allocation]:
+    """The allocations no op made: C++ glue around the ops, such as a Python number
+    wrapped into a 0-dim tensor while a call's arguments were parsed."""
+    found: list[Allocation] = []
+    pending = list(raw)
+    while pending:
+        item = pending.pop()
+        if item["t"] == "alloc":
+            found.append(
+                Allocation(item["bytes"], item["device"], item["allocated"], item["reserved"])
+            )
+        elif item["t"] != "op":
+            pending.extend(item.get("children", ()))
+    return found
+
+
+def _is_aten(op: str) -> bool:
+    return op.startswith("aten::")
 
 
 def _first_device(item: dict[str, Any]) -> str | None:
@@ -223,7 +276,16 @@ def _fold_runs(nodes: list[Node], shapes: dict[tuple[Any, ...], int]) -> list[No
     # comparing two subtrees is comparing two ints, not two deep walks.
     ids = [
         shapes.setdefault(
-            (n.kind, n.label, n.path, n.line, tuple(n.inputs), tuple(c.shape for c in n.children)),
+            (
+                n.kind,
+                n.label,
+                n.path,
+                n.line,
+                tuple(n.inputs),
+                tuple(k.key for k in n.kernels),
+                n.graph,
+                tuple(c.shape for c in n.children),
+            ),
             len(shapes),
         )
         for n in nodes
@@ -286,16 +348,32 @@ def top_ops(nodes: Iterable[Node]) -> Iterator[Node]:
 
 
 def prune(nodes: list[Node], *, depth: int | None, pattern: re.Pattern[str] | None) -> list[Node]:
-    """Cut ops nested deeper than ``depth`` (1: only the ops entered from Python)
-    and keep only the subtrees holding an op whose name matches ``pattern``."""
+    """What --depth and --filter show. Without a pattern: ops nested at most ``depth``
+    deep (1: only the ops entered from Python). With one: the ops whose name matches,
+    under the calls and ops that led to them, each with what it called down to
+    ``depth`` levels counted from the match (1: the match alone)."""
+    if pattern is None:
+        return _cut(nodes, depth)
+    out = []
+    for node in nodes:
+        if node.is_op and pattern.search(node.label):
+            node.children = _cut(node.children, None if depth is None else depth - 1)
+            out.append(node)
+            continue
+        kept = prune(node.children, depth=depth, pattern=pattern)
+        if kept:
+            node.children = kept
+            out.append(node)
+    return out
+
+
+def _cut(nodes: list[Node], depth: int | None) -> list[Node]:
     out = []
     for node in nodes:
         if node.is_op and depth is not None and depth <= 0:
             continue
-        child_depth = depth - 1 if depth is not None and node.is_op else depth
-        matches = pattern is None or (node.is_op and bool(pattern.search(node.label)))
-        children = prune(node.children, depth=child_depth, pattern=None if matches else pattern)
-        if matches or children:
-            node.children = children
-            out.append(node)
+        node.children = _cut(
+            node.children, depth - 1 if depth is not None and node.is_op else depth
+        )
+        out.append(node)
     return out

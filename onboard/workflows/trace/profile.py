@@ -6,8 +6,10 @@ a TorchFunctionMode marks each outermost torch call with its lines).
 Which field comes from where: the nesting, times, shapes and dtypes and the
 allocations come from the profiler's event tree; the user's file:line and
 torch's own Python line below it from the mode; the kernels that ran from
-replaying the dispatcher over the live dispatch table (``dispatch``); their
-locations from `where`'s location code (``locations``).
+each call's key set (the mode's reading of the thread's dispatch state, the
+profiler's sequence numbers and the known guards: ``guards``) walked over the
+live dispatch table (``dispatch``); their locations from `where`'s location
+code (``locations``, ``op_summary``).
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
 from onboard.report import Reporter
+from onboard.workflows.opsource import scan
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.trace import launch, optree
-from onboard.workflows.trace.dispatch import parse_table
-from onboard.workflows.trace.locations import OpPlaces, Sources
+from onboard.workflows.trace import launch, op_summary, optree
+from onboard.workflows.trace.dispatch import AutogradKernel, parse_table
+from onboard.workflows.trace.guards import factory_guards
+from onboard.workflows.trace.locations import Sources
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,40 +47,6 @@ ALLOCATORS = {
 
 
 @dataclass
-class KernelPlace:
-    key: str
-    kind: str
-    registered: SourceLoc | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "kind": self.kind,
-            "registered": self.registered.to_json() if self.registered else None,
-        }
-
-
-@dataclass
-class OpSummary:
-    op: str
-    calls: int
-    ns: int
-    self_ns: int
-    kernels: list[KernelPlace]
-    places: OpPlaces | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "calls": self.calls,
-            "ns": self.ns,
-            "self_ns": self.self_ns,
-            "kernels_ran": [k.to_json() for k in self.kernels],
-            "source": self.places.to_json() if self.places else None,
-        }
-
-
-@dataclass
 class MemoryUse:
     device: str
     allocator: str
@@ -85,6 +55,8 @@ class MemoryUse:
     bytes: int
     peak_allocated: int
     peak_reserved: int
+    outside_allocations: int = 0  # of the allocations, those no op made
+    outside_bytes: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +65,7 @@ class MemoryUse:
             "header": self.header.to_json() if self.header else None,
             "allocations": self.allocations,
             "bytes": self.bytes,
+            "outside_ops": {"allocations": self.outside_allocations, "bytes": self.outside_bytes},
             "peak_allocated": self.peak_allocated,
             "peak_reserved": self.peak_reserved,
         }
@@ -103,8 +76,9 @@ class TraceResult(launch.ProgramResult):
     tree_label: str
     run_seconds: float
     tree: list[optree.Node]
-    ops: dict[str, OpSummary]
+    ops: dict[str, op_summary.OpSummary]
     total_calls: int
+    distinct_ops: int
     total_ns: int
     slowest: list[str]
     memory: list[MemoryUse]
@@ -120,7 +94,7 @@ class TraceResult(launch.ProgramResult):
             "ops": {name: s.to_json() for name, s in self.ops.items()},
             "summary": {
                 "op_calls": self.total_calls,
-                "distinct_ops": len(self.ops),
+                "distinct_ops": self.distinct_ops,
                 "op_ns": self.total_ns,
                 "slowest": self.slowest,
             },
@@ -165,7 +139,13 @@ def trace(
     dispatch = optree.Dispatch(
         tables={op: parse_table(text) for op, text in (answer.get("tables") or {}).items()},
         keysets=dict(answer.get("keysets") or {}),
-        excluded=frozenset(answer.get("tls_exclude") or ()),
+        grad={str(k): bool(v.get("grad")) for k, v in (answer.get("states") or {}).items()},
+        backends=dict(answer.get("backends") or {}),
+        autograd={
+            op: AutogradKernel(**seen) if seen else None
+            for op, seen in (answer.get("autograd_kernels") or {}).items()
+        },
+        factories=factory_guards(str(Path(answer["torch"]["file"]).parent)),
     )
     nodes = optree.build(answer.get("tree") or [], dispatch)
     all_ops = list(optree.ops(nodes))
@@ -173,7 +153,10 @@ def trace(
 
     reporter.step("Looking up where each kernel is registered and written")
     sources = Sources.open(workspace, program.python, answer["torch"], reporter)
-    summaries = _summaries(all_ops, sources)
+    summaries = op_summary.summaries(all_ops, sources)
+    distinct = len(summaries)
+    if pattern is not None:  # the kernels list shows what the tree shows
+        summaries = {op: s for op, s in summaries.items() if pattern.search(op)}
     top = list(optree.top_ops(nodes))
     total_ns = sum(n.ns for n in top)
     slowest = [s.op for s in sorted(summaries.values(), key=lambda s: -s.self_ns)[:SLOWEST]]
@@ -184,16 +167,24 @@ def trace(
         tree=[],
         ops=summaries,
         total_calls=len(all_ops),
+        distinct_ops=distinct,
         total_ns=total_ns,
         slowest=slowest,
-        memory=_memory(all_ops, sources),
+        memory=_memory(all_ops, optree.allocations_outside_ops(answer.get("tree") or []), sources),
         cuda=answer.get("cuda"),
     )
-    result.hints = _hints(top, all_ops, total_ns)
-    result.notes = _notes(answer, sources, program)
+    result.hints = _hints(nodes, top, all_ops, total_ns)
+    unconfirmed = sum(n.count for n in all_ops if n.keys_basis == "unconfirmed")
+    result.notes = _notes(answer, sources, program, unconfirmed)
     result.tree = optree.prune(optree.fold(nodes), depth=depth, pattern=pattern)
     if pattern is not None and not result.tree:
         result.notes.insert(0, f"No op matched --filter {filter!r}.")
+    elif pattern is not None:
+        result.notes.insert(
+            0,
+            f"--filter {filter!r}: the tree and the kernels list show the matching ops (with "
+            "the calls that led to them); the summary's totals are the whole program's.",
+        )
     return result
 
 
@@ -209,35 +200,23 @@ def _pattern(text: str | None) -> re.Pattern[str] | None:
         ) from None
 
 
-def _summaries(all_ops: list[optree.Node], sources: Sources) -> dict[str, OpSummary]:
-    out: dict[str, OpSummary] = {}
-    for node in all_ops:
-        if node.is_engine:
-            continue
-        summary = out.get(node.label)
-        if summary is None:
-            kernels = [
-                KernelPlace(k.key, k.kind, sources.registration(k.path, k.line))
-                for k in node.kernels
-            ]
-            places = sources.places(node.label) if node.label.startswith("aten::") else None
-            summary = out[node.label] = OpSummary(node.label, 0, 0, 0, kernels, places)
-        summary.calls += node.count
-        summary.ns += node.ns
-        summary.self_ns += node.self_ns
-    return out
-
-
-def _memory(all_ops: list[optree.Node], sources: Sources) -> list[MemoryUse]:
+def _memory(
+    all_ops: list[optree.Node], outside: list[optree.Allocation], sources: Sources
+) -> list[MemoryUse]:
     by_device: dict[str, list[optree.Allocation]] = {}
     for node in all_ops:
         for a in node.allocations:
-            by_device.setdefault(a.device.split(":", 1)[0], []).append(a)
+            by_device.setdefault(_device_type(a.device), []).append(a)
+    outside_by_device: dict[str, list[optree.Allocation]] = {}
+    for a in outside:
+        outside_by_device.setdefault(_device_type(a.device), []).append(a)
     out = []
-    for device, allocs in sorted(by_device.items()):
+    for device in sorted({*by_device, *outside_by_device}):
         name, header, needle = ALLOCATORS.get(device, (f"the {device} allocator", None, None))
         loc = _header_loc(sources, header, needle) if header and needle else None
-        given = [a for a in allocs if a.bytes > 0]
+        mine = [a for a in outside_by_device.get(device, []) if a.bytes > 0]
+        every = by_device.get(device, []) + outside_by_device.get(device, [])
+        given = [a for a in every if a.bytes > 0]
         out.append(
             MemoryUse(
                 device=device,
@@ -245,11 +224,17 @@ def _memory(all_ops: list[optree.Node], sources: Sources) -> list[MemoryUse]:
                 header=loc,
                 allocations=len(given),
                 bytes=sum(a.bytes for a in given),
-                peak_allocated=max((a.allocated for a in allocs), default=0),
-                peak_reserved=max((a.reserved for a in allocs), default=0),
+                peak_allocated=max((a.allocated for a in every), default=0),
+                peak_reserved=max((a.reserved for a in every), default=0),
+                outside_allocations=len(mine),
+                outside_bytes=sum(a.bytes for a in mine),
             )
         )
     return out
+
+
+def _device_type(device: str) -> str:
+    return device.split(":", 1)[0]
 
 
 def _header_loc(sources: Sources, rel: str, needle: str) -> SourceLoc:
@@ -258,25 +243,32 @@ def _header_loc(sources: Sources, rel: str, needle: str) -> SourceLoc:
     torch_dir = sources.ctx.checkout / "torch"
     candidates.append(torch_dir.resolve() / "include" / rel)
     for path in candidates:
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
+        # in the repository's numbering: an installed header has an extra first line
+        lines = scan.read(path).splitlines()
         for number, text in enumerate(lines, 1):
             if needle in text:
                 return sources.file(rel, number)
     return sources.file(rel, None)
 
 
-def _hints(top: list[optree.Node], all_ops: list[optree.Node], total_ns: int) -> list[str]:
+def _hints(
+    nodes: list[optree.Node], top: list[optree.Node], all_ops: list[optree.Node], total_ns: int
+) -> list[str]:
     hints = []
     backward = any(n.is_engine for n in all_ops)
-    recorded = sum(n.ns for n in top if n.seq >= 0 and not n.is_engine)
+    # A call recorded history when its output has a grad_fn: the profiler's sequence
+    # number only says an autograd key was in the op's key set, with or without a graph.
+    recorded = sum(
+        op.ns
+        for call in nodes
+        if call.kind == "call" and call.graph
+        for op in optree.top_ops([call])
+    )
     if total_ns and not backward and recorded / total_ns >= 0.5:
         share = round(100 * recorded / total_ns)
         hints.append(
-            f"{share}% of the op time went to ops that recorded autograd history (a grad_fn "
-            "for backward), but backward never ran: if these tensors need no gradients, "
+            f"{share}% of the op time went to calls whose output recorded autograd history (it "
+            "has a grad_fn), but backward never ran: if these tensors need no gradients, "
             "`with torch.no_grad():` (or `torch.inference_mode()`) skips that bookkeeping."
         )
     calls = Counter(n.label for n in top)
@@ -291,7 +283,9 @@ def _hints(top: list[optree.Node], all_ops: list[optree.Node], total_ns: int) ->
     return hints
 
 
-def _notes(answer: dict[str, Any], sources: Sources, program: launch.Program) -> list[str]:
+def _notes(
+    answer: dict[str, Any], sources: Sources, program: launch.Program, unconfirmed: int
+) -> list[str]:
     notes = []
     if answer.get("dropped"):
         notes.append(
@@ -304,8 +298,18 @@ def _notes(answer: dict[str, Any], sources: Sources, program: launch.Program) ->
             "(allocated vs reserved memory) and CUDA kernels are not shown."
         )
     notes.append(
-        "Kernels that ran are replayed from the live dispatch table and each input's dispatch "
-        "key set; modes, autocast, inference_mode and tensor subclasses are not modelled."
+        "Kernels that ran: each call's dispatch key set is its tensors' keys with the thread's "
+        "included and excluded keys at your Python call (inference_mode, autocast); the keys "
+        "C++ excluded below that are seen in the profiler's autograd sequence numbers while "
+        "grad mode is on, and applied as known otherwise (factories, torch.tensor); the "
+        "kernels follow from the live dispatch table. Tensor subclasses and dispatch modes "
+        "are not modelled."
+        + (
+            f" {unconfirmed} call(s) ran with grad mode off where no known guard applies: "
+            "their autograd kernel is shown as run, unconfirmed (kernels_basis in --json)."
+            if unconfirmed
+            else ""
+        )
     )
     limitation = sources.limitation()
     if limitation:

@@ -89,7 +89,10 @@ def render_trace(result: TraceResult, console: Console, verbose: bool) -> None:
         if summary.places and summary.places.yaml:
             show_loc(console, "native_functions.yaml", summary.places.yaml, "    ")
         for k in summary.kernels:
-            show_loc(console, f"{k.key} [{k.kind}]", k.registered, "    ")
+            some = (
+                f" (in {k.calls} of the {summary.calls} calls)" if k.calls < summary.calls else ""
+            )
+            show_loc(console, f"{k.key} [{k.kind}]{some}", k.registered, "    ")
         if summary.places:
             for site in summary.places.kernels[: None if verbose else 4]:
                 show_loc(console, f"{site.role} {site.name}", site.location, "    ")
@@ -97,9 +100,17 @@ def render_trace(result: TraceResult, console: Console, verbose: bool) -> None:
     if result.memory or result.cuda:
         console.print("\n[bold cyan]Memory[/]")
     for m in result.memory:
+        outside = (
+            f" ({size(m.outside_bytes)} in {m.outside_allocations} of them outside any op: "
+            "torch's C++ glue around the ops, such as a Python number wrapped into a tensor "
+            "while a call's arguments were parsed)"
+            if m.outside_allocations
+            else ""
+        )
         console.print(
             f"  {escape(m.device)}: {escape(m.allocator)} handed out {size(m.bytes)} in "
-            f"{m.allocations} allocation(s); at most {size(m.peak_allocated)} allocated"
+            f"{m.allocations} allocation(s){escape(outside)}; at most "
+            f"{size(m.peak_allocated)} allocated"
             + (f", {size(m.peak_reserved)} reserved" if m.peak_reserved else "")
         )
         if m.header:
@@ -113,7 +124,7 @@ def render_trace(result: TraceResult, console: Console, verbose: bool) -> None:
 
     console.print("\n[bold cyan]Summary[/]")
     console.print(
-        f"  {result.total_calls} op calls ({len(result.ops)} distinct ops), "
+        f"  {result.total_calls} op calls ({result.distinct_ops} distinct ops), "
         f"{ms(result.total_ns)} in ops entered from Python; the program ran "
         f"{result.run_seconds:.3f} s under the tracer"
     )
