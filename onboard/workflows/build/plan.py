@@ -40,6 +40,7 @@ from onboard.errors import BadInput, OnboardError
 from onboard.redact import redact
 from onboard.workflows.build import machine
 from onboard.workflows.build.machine import GIB, Tool
+from onboard.workflows.build.parts import Check, Choice, Part
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,31 +74,6 @@ SCCACHE_BACKENDS = (
     ("SCCACHE_GHA_ENABLED", "GitHub Actions cache"),
 )
 PLAN_NAME = "build-plan.json"
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One value the plan sets (``value`` None: the variable is removed), and why."""
-
-    name: str
-    value: str | None
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "reason": self.reason}
-
-
-@dataclass(frozen=True)
-class Check:
-    """One pre-flight check: what was found, and for a failure the fix."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "detail": self.detail, "fix": self.fix or None}
 
 
 @dataclass(frozen=True)
@@ -379,6 +355,12 @@ class _Builder:
 
     def set(self, name: str, value: str | None, reason: str) -> None:
         self.choices.append(Choice(name, value, reason))
+
+    def take(self, part: Part) -> None:
+        """Add one step's share of the plan (its variables, notes and checks, in order)."""
+        self.choices += part.env
+        self.notes += part.notes
+        self.checks += part.checks
 
     # -- build type ----------------------------------------------------------
 
