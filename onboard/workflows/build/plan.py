@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from onboard import git
 from onboard.errors import BadInput, OnboardError
 from onboard.redact import redact
-from onboard.workflows.build import machine
+from onboard.workflows.build import machine, requirements
 from onboard.workflows.build.machine import GIB, Tool
 from onboard.workflows.build.parts import Check, Choice, Part
 
@@ -59,7 +59,6 @@ VENV_GIB = 2.0
 CACHE_LIMIT_GIB = {"ccache": 5.0, "sccache": 10.0}  # each tool's default max size
 # PyTorch's top-level CMakeLists.txt: cmake_minimum_required(VERSION 3.27 ...).
 DEFAULT_MIN_CMAKE = (3, 27)
-REQUIREMENT_FILES = ("requirements-build.txt", "requirements.txt")
 CACHE_CHOICES = ("auto", "ccache", "sccache", "none")
 # sccache's shared backends, by the variable that selects each (sccache docs/Configuration.md).
 SCCACHE_BACKENDS = (
@@ -247,68 +246,6 @@ class BuildPlan:
             console.print(f"  {mark} {c.name}: {c.detail}" + (f" Fix: {c.fix}" if c.fix else ""))
         for note in self.notes:
             console.print(f"[yellow]note[/] {note}")
-
-
-# --- requirements -------------------------------------------------------------
-
-
-def _requirement_name(line: str) -> str | None:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    try:
-        return canonicalize_name(Requirement(line).name)
-    except InvalidRequirement:
-        return None
-
-
-def read_requirements(path: Path, _seen: set[Path] | None = None) -> list[str]:
-    """The requirement lines of ``path`` with ``-r`` includes inlined, comments dropped."""
-    seen = _seen if _seen is not None else set()
-    path = path.resolve()
-    if path in seen or not path.is_file():
-        return []
-    seen.add(path)
-    lines: list[str] = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
-        if not line:
-            continue
-        mo = re.match(r"^(-r|--requirement)[\s=]+(\S+)$", line)
-        if mo:
-            lines += read_requirements(path.parent / mo.group(2), seen)
-            continue
-        lines.append(line)
-    return lines
-
-
-def _spec_of(lines: list[str], name: str) -> str | None:
-    """The requirement line naming ``name`` (None when absent)."""
-    for line in lines:
-        if not line.startswith("-") and _requirement_name(line) == name:
-            return line
-    return None
-
-
-def _spec_allows_at_least(line: str, minimum: tuple[int, ...]) -> bool:
-    """Can ``line`` (``cmake==3.25.1``, ``cmake>=3.27``) install a version >= minimum?"""
-    from packaging.requirements import Requirement
-
-    spec = Requirement(line).specifier
-    if not str(spec):
-        return True
-    base = ".".join(str(p) for p in minimum)
-    probes = [
-        base,
-        f"{minimum[0]}.{minimum[1] + 1}",
-        f"{minimum[0]}.99",
-        f"{minimum[0] + 1}.0",
-        f"{minimum[0] + 1}.99",
-        f"{minimum[0] + 9}.0",
-    ]
-    pinned = [s.version for s in spec if s.operator in ("==", "===", "~=", ">=", ">")]
-    probes += [v for v in pinned if (machine.version_tuple(v) or (0,)) >= minimum]
-    return any(spec.contains(v, prereleases=True) for v in probes)
 
 
 # --- the plan -------------------------------------------------------------------
@@ -694,9 +631,9 @@ class _Builder:
                 fix=f"Remove the build venv (`rm -rf {self.venv}`) so the session reinstalls "
                 f"{pypi_spec} from PyPI",
             )
-        spec = _spec_of(lines, name)
+        spec = requirements.spec_of(lines, name)
         if spec is not None:
-            if minimum and not _spec_allows_at_least(spec, minimum):
+            if minimum and not requirements.spec_allows_at_least(spec, minimum):
                 return Check(
                     name,
                     False,
@@ -941,15 +878,9 @@ def plan(
     head = git.head_sha(ws.checkout_path) if git.is_repo(ws.checkout_path) else None
     b.version(head)
 
-    files = tuple(f for f in REQUIREMENT_FILES if (ws.checkout_path / f).is_file())[:1]
-    lines = read_requirements(ws.checkout_path / files[0]) if files else []
-    kept = [ln for ln in lines if ln.startswith("-") or _requirement_name(ln) != "torch"]
-    dropped = [ln for ln in lines if ln not in kept]
-    if dropped:
-        b.notes.append(
-            f"{files[0]} lists {', '.join(dropped)}: not installed, so the build venv never "
-            "gets torch from PyPI (the checkout is the torch it installs)."
-        )
+    reqs = requirements.choose(ws.checkout_path)
+    b.take(reqs)
+    files, lines, kept, dropped = reqs.files, list(reqs.lines), reqs.kept, reqs.dropped
     b.preflight(estimate, jobs_n, lines, files)
 
     commands = [
