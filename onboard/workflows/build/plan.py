@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 from onboard import git
 from onboard.errors import BadInput, OnboardError
 from onboard.redact import redact
-from onboard.workflows.build import machine, requirements
+from onboard.workflows.build import build_type, machine, requirements
+from onboard.workflows.build.build_type import DEBUG, REL_WITH_DEB_INFO, RELEASE
 from onboard.workflows.build.machine import GIB, Tool
 from onboard.workflows.build.parts import Check, Choice, Part
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from onboard.torchenv import TorchEnv
     from onboard.workspace import Workspace
 
-RELEASE, REL_WITH_DEB_INFO, DEBUG = "Release", "RelWithDebInfo", "Debug"
 COMPILE_GIB = {RELEASE: 2.5, REL_WITH_DEB_INFO: 3.0, DEBUG: 3.5}
 LINK_GIB = {RELEASE: 4.0, REL_WITH_DEB_INFO: 8.0, DEBUG: 10.0}
 NVCC_EXTRA_GIB = 1.5
@@ -298,81 +298,6 @@ class _Builder:
         self.choices += part.env
         self.notes += part.notes
         self.checks += part.checks
-
-    # -- build type ----------------------------------------------------------
-
-    def build_type(self) -> str:
-        if self.debug and self.debinfo_files:
-            raise BadInput(
-                "--debug and --debinfo cannot be combined: --debug already gives every file -g.",
-                next_step="Use `onboard build --debug` for a full debug build, or "
-                "`onboard build --debinfo FILE` for a fast build with -g only in FILE.",
-            )
-        if os.environ.get("CMAKE_BUILD_TYPE"):
-            self.set(
-                "CMAKE_BUILD_TYPE",
-                None,
-                f"your environment sets CMAKE_BUILD_TYPE={os.environ['CMAKE_BUILD_TYPE']}, which "
-                "wins over DEBUG/REL_WITH_DEB_INFO in setup.py; removed for this build so the "
-                "flags below decide",
-            )
-        if self.debug:
-            self.set(
-                "DEBUG",
-                "1",
-                "--debug: -O0 -g everywhere (slowest build, slowest torch, "
-                "every local variable visible in gdb)",
-            )
-            self.set("REL_WITH_DEB_INFO", None, "DEBUG=1 decides the build type")
-            return DEBUG
-        if self.debinfo_files:
-            missing = [f for f in self.debinfo_files if not (self.checkout / f).is_file()]
-            if missing:
-                raise BadInput(
-                    f"--debinfo names files that are not in the checkout {self.checkout}: "
-                    f"{', '.join(missing)}.",
-                    next_step="Give paths relative to the checkout root, e.g. "
-                    "`--debinfo aten/src/ATen/native/UnaryOps.cpp` (`onboard where OP` finds "
-                    "an op's files).",
-                )
-            self.set(
-                "USE_CUSTOM_DEBINFO",
-                ";".join(self.debinfo_files),
-                "--debinfo: an optimised Release build where only these files get -g, so gdb "
-                "steps through them while the build and link stay fast",
-            )
-            self.set("DEBUG", None, "USE_CUSTOM_DEBINFO builds Release elsewhere")
-            self.set("REL_WITH_DEB_INFO", None, "USE_CUSTOM_DEBINFO builds Release elsewhere")
-            return RELEASE
-        self.set(
-            "REL_WITH_DEB_INFO",
-            "1",
-            "default: optimised code with debug info (-O2 -g): gdb and VS Code show source "
-            "lines and stacks at near-release speed (--debug for -O0, --debinfo FILE for -g in "
-            "a few files only)",
-        )
-        self.set("DEBUG", None, "REL_WITH_DEB_INFO=1 decides the build type")
-        return REL_WITH_DEB_INFO
-
-    def stale_cache(self, build_type: str) -> None:
-        cache = self.checkout / "build" / "CMakeCache.txt"
-        if not cache.is_file():
-            return
-        text = cache.read_text(encoding="utf-8", errors="replace")
-        mo = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", text, re.MULTILINE)
-        old = (mo.group(1).strip() if mo else "") or "(empty)"
-        if old == build_type:
-            self.notes.append(
-                f"build/CMakeCache.txt is already configured as {old}: an incremental build."
-            )
-            return
-        self.set(
-            "CMAKE_FRESH",
-            "1",
-            f"build/CMakeCache.txt was configured as CMAKE_BUILD_TYPE={old}, and an existing "
-            f"cache wins over DEBUG/REL_WITH_DEB_INFO in setup.py: CMAKE_FRESH=1 reconfigures "
-            f"as {build_type} (objects of the old type are rebuilt)",
-        )
 
     # -- CUDA -------------------------------------------------------------------
 
@@ -854,8 +779,9 @@ def plan(
     b = _Builder(
         ws, env_probe, debug, debinfo, cache, jobs, with_tests, tuple(extra_args), reporter
     )
-    build_type = b.build_type()
-    b.stale_cache(build_type)
+    kind = build_type.choose(ws.checkout_path, debug=debug, debinfo_files=debinfo)
+    b.take(kind)
+    b.take(build_type.reconfigure(ws.checkout_path, kind.name))
     use_cuda = b.cuda()
     b.set(
         "BUILD_TEST",
@@ -865,7 +791,7 @@ def plan(
         else "the C++ test binaries (build/bin/*_test) add a large part of the build time; "
         "--with-tests builds them",
     )
-    jobs_n, jobs_reason, estimate = b.jobs_and_estimate(build_type, use_cuda)
+    jobs_n, jobs_reason, estimate = b.jobs_and_estimate(kind.name, use_cuda)
     tool, launcher, backend, cache_reason = b.compiler_cache(use_cuda)
     if tool and (tool == "ccache" or backend.startswith("local")):
         limit = CACHE_LIMIT_GIB[tool]
@@ -900,7 +826,7 @@ def plan(
         checkout=ws.checkout_path,
         venv=b.venv,
         python=ws.python,
-        build_type=build_type,
+        build_type=kind.name,
         jobs=jobs_n,
         jobs_reason=jobs_reason,
         env=tuple(b.choices),
