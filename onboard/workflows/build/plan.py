@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from onboard import git
 from onboard.errors import BadInput, OnboardError
 from onboard.redact import redact
-from onboard.workflows.build import build_type, machine, requirements
+from onboard.workflows.build import build_type, cuda, machine, requirements
 from onboard.workflows.build.build_type import DEBUG, REL_WITH_DEB_INFO, RELEASE
 from onboard.workflows.build.machine import GIB, Tool
 from onboard.workflows.build.parts import Check, Choice, Part
@@ -298,57 +298,6 @@ class _Builder:
         self.choices += part.env
         self.notes += part.notes
         self.checks += part.checks
-
-    # -- CUDA -------------------------------------------------------------------
-
-    def cuda(self) -> bool:
-        torch = self.env_probe.torch if self.env_probe else None
-        devices = list(torch.devices) if torch else []
-        source = "torch"
-        if not devices and (torch is None or not torch.cuda):
-            # A CPU-only torch (2.13.0+cpu) cannot see a GPU: ask the driver.
-            devices = _nvidia_smi_devices()
-            source = "nvidia-smi"
-        nvcc = machine.find_nvcc()
-        gpu_text = ", ".join(f"{d.get('name')} (sm {d.get('capability')})" for d in devices)
-        if devices and nvcc.found:
-            caps = sorted({str(d.get("capability")) for d in devices if d.get("capability")})
-            self.set(
-                "USE_CUDA",
-                "1",
-                f"a GPU ({gpu_text}, seen by {source}) and nvcc {nvcc.version} ({nvcc.path}) "
-                "are present",
-            )
-            self.set(
-                "TORCH_CUDA_ARCH_LIST",
-                ";".join(caps),
-                "only this machine's GPU architecture: each extra architecture multiplies "
-                "nvcc time and the size of the CUDA libraries",
-            )
-            return True
-        if devices:
-            why = (
-                f"a GPU is present ({gpu_text}) but nvcc was not found (looked in "
-                "$CUDA_HOME/bin, PATH, /usr/local/cuda/bin): install the CUDA toolkit "
-                f"matching torch.version.cuda ({torch.cuda if torch else 'unknown'}) to build "
-                "with CUDA"
-            )
-        elif nvcc.found:
-            seen = (
-                f"torch {torch.version} sees no CUDA device"
-                + (f" ({torch.cuda_error})" if torch and torch.cuda_error else "")
-                if torch
-                else "no torch could be probed"
-            )
-            why = f"nvcc {nvcc.version} is present ({nvcc.path}) but there is no GPU: {seen}" + (
-                ""
-                if torch is None or torch.cuda
-                else " and it is a CPU-only build; nvidia-smi found no GPU either"
-            )
-        else:
-            why = "there is no GPU and no nvcc on this machine"
-        self.set("USE_CUDA", "0", why + "; a CPU build is smaller and faster")
-        return False
 
     # -- jobs and memory ---------------------------------------------------------
 
@@ -702,28 +651,6 @@ class _Builder:
         return Check("submodules", True, f"all {len(rows)} checked out")
 
 
-def _nvidia_smi_devices() -> list[dict[str, str]]:
-    from onboard import proc
-
-    exe = machine.find_tool("nvidia-smi", version_arg="--help")
-    if not exe.found or exe.path is None:
-        return []
-    try:
-        result = proc.run(
-            [exe.path, "--query-gpu=index,name,compute_cap", "--format=csv,noheader"],
-            timeout=60,
-            check=False,
-        )
-    except OnboardError:
-        return []
-    devices = []
-    for line in result.stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3 and re.match(r"^\d+\.\d+$", parts[2]):
-            devices.append({"index": parts[0], "name": parts[1], "capability": parts[2]})
-    return devices
-
-
 def _sccache_backend() -> str:
     for var, kind in SCCACHE_BACKENDS:
         value = os.environ.get(var)
@@ -782,7 +709,9 @@ def plan(
     kind = build_type.choose(ws.checkout_path, debug=debug, debinfo_files=debinfo)
     b.take(kind)
     b.take(build_type.reconfigure(ws.checkout_path, kind.name))
-    use_cuda = b.cuda()
+    gpu = cuda.choose(env_probe)
+    b.take(gpu)
+    use_cuda = gpu.enabled
     b.set(
         "BUILD_TEST",
         "1" if with_tests else "0",
