@@ -5,24 +5,6 @@ PyTorch's build is steered by environment variables read in ``setup.py`` and
 from the probe of the workspace's interpreter and from this machine, and says
 why for each, so ``onboard build --dry-run`` is the explanation a newcomer
 otherwise assembles from CONTRIBUTING.md, issues and trial and error.
-
-Memory model (assumed per job, documented here because MAX_JOBS follows from it):
-
-============== =============== ==============================================
-build type     compile per job link of libtorch_cpu (one at a time)
-============== =============== ==============================================
-Release        2.5 GiB         4 GiB
-RelWithDebInfo 3.0 GiB         8 GiB (debug info: the .so exceeds 4 GB, pytorch#61261)
-Debug          3.5 GiB         10 GiB (-O0 -g: more and larger objects)
-============== =============== ==============================================
-
-plus 1.5 GiB per job for nvcc when USE_CUDA=1 (``DEBUG_CUDA`` makes nvcc run
-out of memory first). pytorch#20296 saw a debug build OOM in 5 GB at
-MAX_JOBS=1, so a single job is never assumed to fit in less than the
-compile figure. Disk: the ``build/`` folder of a CPU build is assumed at
-10 / 25 / 35 GiB (Release / RelWithDebInfo / Debug), +10 GiB for CUDA with one
-architecture, plus ~2 GiB for the build venv and the compiler cache's limit.
-These are estimates for pytorch/pytorch, not measurements of this checkout.
 """
 
 from __future__ import annotations
@@ -38,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from onboard import git
 from onboard.errors import BadInput, OnboardError
 from onboard.redact import redact
-from onboard.workflows.build import build_type, cuda, machine, requirements
-from onboard.workflows.build.build_type import DEBUG, REL_WITH_DEB_INFO, RELEASE
-from onboard.workflows.build.machine import GIB, Tool
+from onboard.workflows.build import build_type, cuda, machine, memory, requirements
+from onboard.workflows.build.machine import Tool
+from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Choice, Part
 
 if TYPE_CHECKING:
@@ -50,12 +32,6 @@ if TYPE_CHECKING:
     from onboard.torchenv import TorchEnv
     from onboard.workspace import Workspace
 
-COMPILE_GIB = {RELEASE: 2.5, REL_WITH_DEB_INFO: 3.0, DEBUG: 3.5}
-LINK_GIB = {RELEASE: 4.0, REL_WITH_DEB_INFO: 8.0, DEBUG: 10.0}
-NVCC_EXTRA_GIB = 1.5
-BUILD_DIR_GIB = {RELEASE: 10.0, REL_WITH_DEB_INFO: 25.0, DEBUG: 35.0}
-CUDA_BUILD_DIR_GIB = 10.0
-VENV_GIB = 2.0
 CACHE_LIMIT_GIB = {"ccache": 5.0, "sccache": 10.0}  # each tool's default max size
 # PyTorch's top-level CMakeLists.txt: cmake_minimum_required(VERSION 3.27 ...).
 DEFAULT_MIN_CMAKE = (3, 27)
@@ -73,28 +49,6 @@ SCCACHE_BACKENDS = (
     ("SCCACHE_GHA_ENABLED", "GitHub Actions cache"),
 )
 PLAN_NAME = "build-plan.json"
-
-
-@dataclass(frozen=True)
-class Estimate:
-    disk_gib: float
-    free_disk_gib: float
-    compile_gib_per_job: float
-    link_gib: float
-    available_memory_gib: float
-    cores: int
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "disk_gib": self.disk_gib,
-            "free_disk_gib": round(self.free_disk_gib, 1),
-            "compile_gib_per_job": self.compile_gib_per_job,
-            "link_gib": self.link_gib,
-            "available_memory_gib": round(self.available_memory_gib, 1),
-            "cores": self.cores,
-            "reason": self.reason,
-        }
 
 
 @dataclass(frozen=True)
@@ -298,54 +252,6 @@ class _Builder:
         self.choices += part.env
         self.notes += part.notes
         self.checks += part.checks
-
-    # -- jobs and memory ---------------------------------------------------------
-
-    def jobs_and_estimate(self, build_type: str, use_cuda: bool) -> tuple[int, str, Estimate]:
-        ncores = machine.cores()
-        avail = machine.available_memory()
-        per_job = COMPILE_GIB[build_type] + (NVCC_EXTRA_GIB if use_cuda else 0.0)
-        link = LINK_GIB[build_type]
-        fit = int((avail / GIB) // per_job)
-        if self.jobs is not None:
-            if self.jobs < 1:
-                raise BadInput(
-                    "--jobs must be at least 1.", next_step="Run `onboard build --jobs 2`."
-                )
-            jobs = self.jobs
-            reason = f"--jobs {self.jobs}"
-            if jobs > max(fit, 1):
-                self.notes.append(
-                    f"--jobs {jobs} may run out of memory: {avail / GIB:.1f} GiB available fits "
-                    f"{max(fit, 1)} jobs at ~{per_job:g} GiB each (pytorch#20296)."
-                )
-        else:
-            jobs = max(1, min(ncores, fit))
-            reason = (
-                f"min({ncores} cores, {avail / GIB:.1f} GiB available / ~{per_job:g} GiB per "
-                f"{build_type} compile job{' with nvcc' if use_cuda else ''} = {fit}) "
-                "(assumed per job: 2.5 GiB Release, 3 GiB RelWithDebInfo, 3.5 GiB Debug, "
-                "+1.5 GiB with nvcc)"
-            )
-        self.set("MAX_JOBS", str(jobs), reason)
-        disk = BUILD_DIR_GIB[build_type] + (CUDA_BUILD_DIR_GIB if use_cuda else 0.0) + VENV_GIB
-        if self.debinfo_files:
-            disk = BUILD_DIR_GIB[RELEASE] + (CUDA_BUILD_DIR_GIB if use_cuda else 0.0) + VENV_GIB + 1
-        estimate = Estimate(
-            disk_gib=disk,
-            free_disk_gib=machine.free_disk(self.checkout) / GIB,
-            compile_gib_per_job=per_job,
-            link_gib=link,
-            available_memory_gib=avail / GIB,
-            cores=ncores,
-            reason=(
-                f"Assumed for pytorch/pytorch ({build_type}, "
-                f"{'CUDA' if use_cuda else 'CPU'}): build/ ~{disk - VENV_GIB:g} GiB plus "
-                f"~{VENV_GIB:g} GiB venv; the link of libtorch_cpu ~{link:g} GiB "
-                "(a debug-info libtorch_cpu.so exceeds 4 GB, pytorch#61261)."
-            ),
-        )
-        return jobs, reason, estimate
 
     # -- compiler cache ------------------------------------------------------------
 
@@ -720,7 +626,11 @@ def plan(
         else "the C++ test binaries (build/bin/*_test) add a large part of the build time; "
         "--with-tests builds them",
     )
-    jobs_n, jobs_reason, estimate = b.jobs_and_estimate(kind.name, use_cuda)
+    max_jobs = memory.max_jobs(
+        ws.checkout_path, kind.name, use_cuda=use_cuda, requested=jobs, debinfo=bool(debinfo)
+    )
+    b.take(max_jobs)
+    jobs_n, jobs_reason, estimate = max_jobs.count, max_jobs.reason, max_jobs.estimate
     tool, launcher, backend, cache_reason = b.compiler_cache(use_cuda)
     if tool and (tool == "ccache" or backend.startswith("local")):
         limit = CACHE_LIMIT_GIB[tool]
