@@ -19,6 +19,7 @@ from onboard import git
 from onboard.errors import OnboardError
 from onboard.workflows.build import (
     build_type,
+    build_version,
     compiler_cache,
     cuda,
     machine,
@@ -242,53 +243,6 @@ class _Builder:
         self.choices += part.env
         self.notes += part.notes
         self.checks += part.checks
-
-    # -- version ---------------------------------------------------------------------
-
-    def version(self, head: str | None) -> None:
-        from packaging.version import InvalidVersion, Version
-
-        torch = self.env_probe.torch if self.env_probe else None
-        if torch is None:
-            self.notes.append(
-                "No installed torch could be probed, so PYTORCH_BUILD_VERSION is left to "
-                "version.txt (the build will be `X.Y.Za0+git<sha>`, which pins like "
-                "`torch==X.Y.Z` do not accept)."
-            )
-            return
-        try:
-            public = Version(torch.version).public
-        except InvalidVersion:
-            self.notes.append(
-                f"The installed torch version {torch.version!r} is not PEP 440; "
-                "PYTORCH_BUILD_VERSION is not set."
-            )
-            return
-        local = f"+git{head[:7]}" if head else ""
-        try:
-            txt = (self.checkout / "version.txt").read_text(encoding="utf-8").strip()
-            pre = Version(txt).is_prerelease
-        except (OSError, InvalidVersion):
-            txt, pre = "X.Y.Za0", True
-        from_txt = (
-            f"version.txt alone would give `{txt}{local}`, a pre-release that such pins reject"
-            if pre
-            else f"version.txt alone would give `{txt}{local}`; set here so the two never drift"
-        )
-        self.set(
-            "PYTORCH_BUILD_VERSION",
-            public + local,
-            f"the installed release {torch.version} without its wheel label, plus "
-            f"`{local or '(no sha)'}` to mark a source build: pins like `torch=={public}` keep "
-            f"working (PEP 440 ignores a candidate's local label when the pin has none); "
-            f"{from_txt}",
-        )
-        self.set(
-            "PYTORCH_BUILD_NUMBER",
-            "0",
-            "required with PYTORCH_BUILD_VERSION; a number above 1 would append `.postN`, "
-            f"which `torch=={public}` does not match",
-        )
 
     # -- pre-flight ----------------------------------------------------------------------
 
@@ -521,7 +475,7 @@ def plan(
     b.take(launcher)
     estimate = launcher.on_local_disk(estimate)
     head = git.head_sha(ws.checkout_path) if git.is_repo(ws.checkout_path) else None
-    b.version(head)
+    b.take(build_version.choose(env_probe, head, ws.checkout_path))
 
     reqs = requirements.choose(ws.checkout_path)
     b.take(reqs)
