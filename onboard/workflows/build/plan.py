@@ -1,17 +1,20 @@
 """The build plan: every environment variable, command and estimate, with its reason.
 
 PyTorch's build is steered by environment variables read in ``setup.py`` and
-``tools/setup_helpers/env.py`` (PYTORCH_FACTS "Building"). The plan picks them
-from the probe of the workspace's interpreter and from this machine, and says
-why for each, so ``onboard build --dry-run`` is the explanation a newcomer
-otherwise assembles from CONTRIBUTING.md, issues and trial and error.
+``tools/setup_helpers/env.py``. The plan picks them from the probe of the
+workspace's interpreter and from this machine, and says why for each, so
+``onboard build --dry-run`` is the explanation a newcomer otherwise assembles
+from CONTRIBUTING.md, issues and trial and error.
+
+``plan()`` is the list of steps: each decision is a module that takes what it
+needs and returns its ``Part`` (build type, CUDA, MAX_JOBS, compiler cache,
+version, requirements, pre-flight); the plan joins them in that order.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,11 +25,10 @@ from onboard.workflows.build import (
     build_version,
     compiler_cache,
     cuda,
-    machine,
     memory,
+    preflight,
     requirements,
 )
-from onboard.workflows.build.machine import Tool
 from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Choice, Part
 
@@ -37,8 +39,6 @@ if TYPE_CHECKING:
     from onboard.torchenv import TorchEnv
     from onboard.workspace import Workspace
 
-# PyTorch's top-level CMakeLists.txt: cmake_minimum_required(VERSION 3.27 ...).
-DEFAULT_MIN_CMAKE = (3, 27)
 PLAN_NAME = "build-plan.json"
 
 
@@ -193,226 +193,6 @@ class BuildPlan:
             console.print(f"[yellow]note[/] {note}")
 
 
-# --- the plan -------------------------------------------------------------------
-
-
-def _min_cmake(checkout: Path) -> tuple[int, ...]:
-    try:
-        text = (checkout / "CMakeLists.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return DEFAULT_MIN_CMAKE
-    mo = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+([\d.]+)", text, re.IGNORECASE)
-    found = machine.version_tuple(mo.group(1)) if mo else None
-    return found or DEFAULT_MIN_CMAKE
-
-
-def _fmt(version: tuple[int, ...]) -> str:
-    return ".".join(str(p) for p in version)
-
-
-@dataclass
-class _Builder:
-    ws: Workspace
-    env_probe: TorchEnv | None
-    debug: bool
-    debinfo_files: tuple[str, ...]
-    cache: str
-    jobs: int | None
-    with_tests: bool
-    extra_args: tuple[str, ...]
-    reporter: Reporter
-    choices: list[Choice] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    install: list[str] = field(default_factory=list)
-
-    @property
-    def checkout(self) -> Path:
-        return self.ws.checkout_path
-
-    @property
-    def venv(self) -> Path:
-        # nox keeps a session's venv in <noxfile dir>/.nox/<session name>.
-        return self.ws.root / ".nox" / "build"
-
-    def set(self, name: str, value: str | None, reason: str) -> None:
-        self.choices.append(Choice(name, value, reason))
-
-    def take(self, part: Part) -> None:
-        """Add one step's share of the plan (its variables, notes and checks, in order)."""
-        self.choices += part.env
-        self.notes += part.notes
-        self.checks += part.checks
-
-    # -- pre-flight ----------------------------------------------------------------------
-
-    def tool_from(
-        self,
-        name: str,
-        lines: list[str],
-        files: tuple[str, ...],
-        minimum: tuple[int, ...] | None,
-        pypi_spec: str,
-    ) -> Check:
-        """Which ``name`` the build will run: the venv's, the requirements', or the system's."""
-        venv_exe = self.venv / "bin" / name
-        at_least = f" >= {_fmt(minimum)}" if minimum else ""
-        if venv_exe.exists():
-            tool = machine.tool_at(name, str(venv_exe))
-            return self._version_check(
-                name,
-                tool,
-                minimum,
-                "the build venv's",
-                fix=f"Remove the build venv (`rm -rf {self.venv}`) so the session reinstalls "
-                f"{pypi_spec} from PyPI",
-            )
-        spec = requirements.spec_of(lines, name)
-        if spec is not None:
-            if minimum and not requirements.spec_allows_at_least(spec, minimum):
-                return Check(
-                    name,
-                    False,
-                    f"{' / '.join(files)} asks for `{spec}`, which cannot give {name}{at_least} "
-                    "(what CMakeLists.txt requires).",
-                    f"Change that line to `{pypi_spec}` (`pip install cmake` gives 4.x).",
-                )
-            return Check(
-                name,
-                True,
-                f"`{spec}` from {' / '.join(files)}, installed from PyPI "
-                "into the build venv by the session",
-            )
-        system = machine.find_tool(name)
-        sys_version = system.version_tuple()
-        if system.found and (
-            minimum is None or (sys_version is not None and sys_version >= minimum)
-        ):
-            return Check(name, True, f"{system.path} ({name} {system.version})")
-        self.install.append(pypi_spec)
-        found = (
-            f"{system.path} is {name} {system.version}" if system.found else f"no {name} on PATH"
-        )
-        return Check(
-            name,
-            True,
-            f"{found}{', older than ' + _fmt(minimum) if minimum and system.found else ''}: the "
-            f"session installs `{pypi_spec}` from PyPI into the build venv",
-        )
-
-    def _version_check(
-        self, name: str, tool: Tool, minimum: tuple[int, ...] | None, where: str, *, fix: str
-    ) -> Check:
-        version = tool.version_tuple()
-        if not tool.found:
-            return Check(name, False, f"{where} {name} does not run.", fix + ".")
-        if minimum and (version is None or version < minimum):
-            return Check(
-                name,
-                False,
-                f"{where} {name} at {tool.path} is {tool.version or 'of unknown version'}, "
-                f"older than the {_fmt(minimum)} that CMakeLists.txt requires.",
-                fix + ".",
-            )
-        return Check(name, True, f"{where} {tool.path} ({name} {tool.version})")
-
-    def preflight(
-        self, estimate: Estimate, jobs: int, lines: list[str], files: tuple[str, ...]
-    ) -> None:
-        c, cxx = machine.find_compilers()
-        for tool in (c, cxx):
-            if tool.found:
-                self.checks.append(Check(tool.name, True, f"{tool.path}: {tool.first_line}"))
-            else:
-                self.checks.append(
-                    Check(
-                        tool.name,
-                        False,
-                        f"no {tool.name} found ({'$CC' if tool.name.startswith('C ') else '$CXX'}, "
-                        "then cc/gcc/clang on PATH).",
-                        "`apt-get install build-essential` (Debian/Ubuntu gcc and g++), or set "
-                        "CC/CXX to your compiler",
-                    )
-                )
-        if (self.checkout / "CMakeLists.txt").is_file():
-            minimum = _min_cmake(self.checkout)
-            self.checks.append(
-                self.tool_from("cmake", lines, files, minimum, f"cmake>={_fmt(minimum)}")
-            )
-            self.checks.append(self.tool_from("ninja", lines, files, None, "ninja"))
-        else:
-            self.checks.append(Check("cmake", True, "not used: the checkout has no CMakeLists.txt"))
-        self.checks.append(self._submodules())
-        if estimate.free_disk_gib < estimate.disk_gib:
-            self.checks.append(
-                Check(
-                    "disk",
-                    False,
-                    f"{estimate.free_disk_gib:.1f} GiB free where the checkout is, the build needs "
-                    f"~{estimate.disk_gib:g} GiB.",
-                    "free space on that disk, or build with `--debinfo FILE` (a Release build with "
-                    "-g in a few files needs far less)",
-                )
-            )
-        else:
-            self.checks.append(
-                Check(
-                    "disk",
-                    True,
-                    f"{estimate.free_disk_gib:.0f} GiB free, ~{estimate.disk_gib:g} GiB needed",
-                )
-            )
-        need = max(estimate.link_gib, estimate.compile_gib_per_job)
-        if estimate.available_memory_gib < need:
-            self.checks.append(
-                Check(
-                    "memory",
-                    False,
-                    f"{estimate.available_memory_gib:.1f} GiB available; one compile job needs "
-                    f"~{estimate.compile_gib_per_job:g} GiB and the link of libtorch_cpu ~"
-                    f"{estimate.link_gib:g} GiB.",
-                    "close other programs or add swap, or use `--debinfo FILE` instead of a "
-                    "full debug-info build (its link needs ~4 GiB)",
-                )
-            )
-        else:
-            self.checks.append(
-                Check(
-                    "memory",
-                    True,
-                    f"{estimate.available_memory_gib:.1f} GiB available: {jobs} job(s) x "
-                    f"~{estimate.compile_gib_per_job:g} GiB, link ~{estimate.link_gib:g} GiB",
-                )
-            )
-
-    def _submodules(self) -> Check:
-        if not (self.checkout / ".gitmodules").is_file():
-            return Check("submodules", True, "none declared (no .gitmodules)")
-        rows = git.submodule_status(self.checkout)
-        missing = [path for state, _sha, path in rows if state == "-"]
-        empty = [
-            path
-            for state, _sha, path in rows
-            if state != "-"
-            and (self.checkout / path).is_dir()
-            and not any((self.checkout / path).iterdir())
-        ]
-        missing += empty
-        if missing:
-            shown = ", ".join(missing[:5]) + (
-                f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-            )
-            return Check(
-                "submodules",
-                False,
-                f"{len(missing)} of {len(rows)} submodules are not checked out ({shown}); "
-                "PyTorch's CMake needs them all.",
-                f"`onboard setup {self.ws.root} --with-submodules` (or `git -C {self.checkout} "
-                "submodule update --init --recursive --depth 1 --jobs 4`)",
-            )
-        return Check("submodules", True, f"all {len(rows)} checked out")
-
-
 def plan(
     ws: Workspace,
     *,
@@ -429,8 +209,61 @@ def plan(
 
     ``env_probe`` is the probe of ``ws.python`` (taken here when not given).
     """
-    from onboard import torchenv
+    checkout = _buildable_checkout(ws)
+    if env_probe is None:
+        env_probe = _probe(ws, reporter)
+    debinfo = tuple(_relative(checkout, f) for f in debinfo_files)
+    venv = ws.root / ".nox" / "build"  # nox keeps a session's venv in .nox/<session name>
 
+    kind = build_type.choose(checkout, debug=debug, debinfo_files=debinfo)
+    fresh = build_type.reconfigure(checkout, kind.name)
+    gpu = cuda.choose(env_probe)
+    tests = _build_test(with_tests)
+    max_jobs = memory.max_jobs(
+        checkout, kind.name, use_cuda=gpu.enabled, requested=jobs, debinfo=bool(debinfo)
+    )
+    launcher = compiler_cache.choose(cache, checkout, use_cuda=gpu.enabled)
+    estimate = launcher.on_local_disk(max_jobs.estimate)
+    version = build_version.choose(env_probe, _head(checkout), checkout)
+    reqs = requirements.choose(checkout)
+    checks = preflight.check(
+        root=ws.root,
+        checkout=checkout,
+        venv=venv,
+        estimate=estimate,
+        jobs=max_jobs.count,
+        reqs=reqs,
+    )
+
+    parts: tuple[Part, ...] = (kind, fresh, gpu, tests, max_jobs, launcher, version, reqs, checks)
+    return BuildPlan(
+        workspace=ws.root,
+        checkout=checkout,
+        venv=venv,
+        python=ws.python,
+        build_type=kind.name,
+        jobs=max_jobs.count,
+        jobs_reason=max_jobs.reason,
+        env=tuple(c for p in parts for c in p.env),
+        cache_tool=launcher.tool,
+        cache_launcher=launcher.launcher,
+        cache_backend=launcher.backend,
+        cache_reason=launcher.reason,
+        requirement_files=reqs.files,
+        requirements=reqs.kept,
+        dropped=reqs.dropped,
+        install=checks.install,
+        commands=_commands(ws, venv, reqs, checks.install, tuple(extra_args)),
+        estimate=estimate,
+        preflight=tuple(c for p in parts for c in p.checks),
+        log_dir=ws.root / "logs",
+        extra_args=tuple(extra_args),
+        notes=tuple(n for p in parts for n in p.notes),
+        debinfo_files=debinfo,
+    )
+
+
+def _buildable_checkout(ws: Workspace) -> Path:
     if ws.is_reference:
         raise OnboardError(
             ws.limitation("Building PyTorch") or "This workspace cannot be built.",
@@ -441,84 +274,57 @@ def plan(
             f"The workspace's checkout {ws.checkout_path} does not exist.",
             next_step=f"Run `onboard setup {ws.root}` to restore it.",
         )
-    if env_probe is None:
-        reporter.step(f"probing {ws.python} (GPU, installed version)")
-        try:
-            env_probe = torchenv.probe(ws.python)
-        except OnboardError as exc:
-            reporter.detail(f"probe failed: {exc.message}")
-            env_probe = None
-    debinfo = tuple(_relative(ws.checkout_path, f) for f in debinfo_files)
-    b = _Builder(
-        ws, env_probe, debug, debinfo, cache, jobs, with_tests, tuple(extra_args), reporter
-    )
-    kind = build_type.choose(ws.checkout_path, debug=debug, debinfo_files=debinfo)
-    b.take(kind)
-    b.take(build_type.reconfigure(ws.checkout_path, kind.name))
-    gpu = cuda.choose(env_probe)
-    b.take(gpu)
-    use_cuda = gpu.enabled
-    b.set(
-        "BUILD_TEST",
-        "1" if with_tests else "0",
+    return ws.checkout_path
+
+
+def _probe(ws: Workspace, reporter: Reporter) -> TorchEnv | None:
+    from onboard import torchenv
+
+    reporter.step(f"probing {ws.python} (GPU, installed version)")
+    try:
+        return torchenv.probe(ws.python)
+    except OnboardError as exc:
+        reporter.detail(f"probe failed: {exc.message}")
+        return None
+
+
+def _head(checkout: Path) -> str | None:
+    return git.head_sha(checkout) if git.is_repo(checkout) else None
+
+
+def _build_test(with_tests: bool) -> Part:
+    reason = (
         "--with-tests: the C++ test binaries are built too"
         if with_tests
         else "the C++ test binaries (build/bin/*_test) add a large part of the build time; "
-        "--with-tests builds them",
+        "--with-tests builds them"
     )
-    max_jobs = memory.max_jobs(
-        ws.checkout_path, kind.name, use_cuda=use_cuda, requested=jobs, debinfo=bool(debinfo)
-    )
-    b.take(max_jobs)
-    jobs_n, jobs_reason, estimate = max_jobs.count, max_jobs.reason, max_jobs.estimate
-    launcher = compiler_cache.choose(cache, ws.checkout_path, use_cuda=use_cuda)
-    b.take(launcher)
-    estimate = launcher.on_local_disk(estimate)
-    head = git.head_sha(ws.checkout_path) if git.is_repo(ws.checkout_path) else None
-    b.take(build_version.choose(env_probe, head, ws.checkout_path))
+    return Part(env=(Choice("BUILD_TEST", "1" if with_tests else "0", reason),))
 
-    reqs = requirements.choose(ws.checkout_path)
-    b.take(reqs)
-    files, lines, kept, dropped = reqs.files, list(reqs.lines), reqs.kept, reqs.dropped
-    b.preflight(estimate, jobs_n, lines, files)
 
+def _commands(
+    ws: Workspace,
+    venv: Path,
+    reqs: requirements.Requirements,
+    install: tuple[str, ...],
+    extra_args: tuple[str, ...],
+) -> tuple[str, ...]:
+    """What the nox session ``build`` (``tasks/build.py``) will run, for the reader."""
     commands = [
         f"nox -f {ws.root / 'noxfile.py'} -s build -- --plan {ws.root / '.onboard' / PLAN_NAME}",
-        f"(venv) {b.venv} from {ws.python}",
+        f"(venv) {venv} from {ws.python}",
     ]
-    if kept:
-        commands.append(f"pip install -r <{files[0]} without torch>  # {len(kept)} requirement(s)")
-    if b.install:
-        commands.append("pip install " + " ".join(f"'{s}'" for s in b.install))
+    if reqs.kept:
+        commands.append(
+            f"pip install -r <{reqs.files[0]} without torch>  # {len(reqs.kept)} requirement(s)"
+        )
+    if install:
+        commands.append("pip install " + " ".join(f"'{s}'" for s in install))
     commands.append(
         f"cd {ws.checkout_path} && <env above> python -m pip install --no-build-isolation -v -e ."
         + ("".join(f" {a}" for a in extra_args))
     )
-    return BuildPlan(
-        workspace=ws.root,
-        checkout=ws.checkout_path,
-        venv=b.venv,
-        python=ws.python,
-        build_type=kind.name,
-        jobs=jobs_n,
-        jobs_reason=jobs_reason,
-        env=tuple(b.choices),
-        cache_tool=launcher.tool,
-        cache_launcher=launcher.launcher,
-        cache_backend=launcher.backend,
-        cache_reason=launcher.reason,
-        requirement_files=files,
-        requirements=tuple(kept),
-        dropped=tuple(dropped),
-        install=tuple(b.install),
-        commands=tuple(commands),
-        estimate=estimate,
-        preflight=tuple(b.checks),
-        log_dir=ws.root / "logs",
-        extra_args=tuple(extra_args),
-        notes=tuple(b.notes),
-        debinfo_files=debinfo,
-    )
+    return tuple(commands)
 
 
 def _relative(checkout: Path, name: str) -> str:
