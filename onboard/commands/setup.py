@@ -90,12 +90,17 @@ def setup(
     )
     # --- onboard build (issue 6): `onboard setup DIR --build` builds after a good setup ---
     if then_build and result.ok:
+        from onboard.console import emit_view
+        from onboard.views import build as build_view
         from onboard.workflows.build import build_after_setup
 
         if not as_json:
             emit(result, as_json=False, verbose=verbose)
         both = build_after_setup(result, reporter(as_json, verbose))
-        emit(both if as_json else both.build, as_json=as_json, verbose=verbose)
+        if as_json:
+            emit_view(both, build_view.setup_and_build, as_json=True)
+        else:
+            emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
         return both.exit_code
     emit(result, as_json=as_json, verbose=verbose)
     return 0 if result.ok else 1

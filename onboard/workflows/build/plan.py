@@ -33,8 +33,6 @@ from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Choice, Part
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.report import Reporter
     from onboard.torchenv import TorchEnv
     from onboard.workspace import Workspace
@@ -155,42 +153,6 @@ class BuildPlan:
             next_step=f"Then run `onboard build --workspace {self.workspace}` again "
             "(`--dry-run` shows the plan without building).",
         )
-
-    def render(self, console: Console, verbose: bool) -> None:
-        console.print(
-            f"[bold]Build plan[/] for {self.checkout} ({self.build_type}, MAX_JOBS={self.jobs})"
-        )
-        console.print("[bold]environment[/] (set for the build; each with why):")
-        for choice in self.env:
-            shown = (
-                f"{choice.name}={choice.value}"
-                if choice.value is not None
-                else f"{choice.name} (removed)"
-            )
-            console.print(f"  [bold]{shown}[/]", highlight=False)
-            console.print(f"      [dim]{choice.reason}[/]", highlight=False)
-        console.print(f"[bold]cache[/] {self.cache_tool or 'none'}: {self.cache_reason}")
-        if self.cache_tool:
-            console.print(f"  backend: {self.cache_backend}")
-        e = self.estimate
-        console.print(
-            f"[bold]estimate[/] disk {e.disk_gib:g} GiB (free {e.free_disk_gib:.0f} GiB), "
-            f"memory {e.compile_gib_per_job:g} GiB per compile job and {e.link_gib:g} GiB for "
-            f"the link (available {e.available_memory_gib:.1f} GiB). {e.reason}"
-        )
-        console.print("[bold]commands[/] (the nox session `build`):")
-        for cmd in self.commands:
-            console.print(f"  $ {cmd}")
-        if self.dropped:
-            console.print(
-                f"  not installed (the build must never replace torch): {', '.join(self.dropped)}"
-            )
-        console.print("[bold]pre-flight[/]")
-        for c in self.preflight:
-            mark = "[green]ok[/]" if c.ok else "[red]FAIL[/]"
-            console.print(f"  {mark} {c.name}: {c.detail}" + (f" Fix: {c.fix}" if c.fix else ""))
-        for note in self.notes:
-            console.print(f"[yellow]note[/] {note}")
 
 
 def plan(
