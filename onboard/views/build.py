@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onboard.views import setup as setup_view
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -86,5 +88,5 @@ def result(result: BuildResult, console: Console, verbose: bool) -> None:
 
 
 def setup_and_build(both: SetupAndBuild, console: Console, verbose: bool) -> None:
-    both.setup.render(console, verbose)
+    setup_view.render(both.setup, console, verbose)
     result(both.build, console, verbose)

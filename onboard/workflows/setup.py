@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard import (
     files,
@@ -48,9 +48,6 @@ from onboard.report import Reporter
 from onboard.workflows import checkout as checkout_mod
 from onboard.workflows import reference_tree
 from onboard.workflows.checkout import DEFAULT_FETCH_TIMEOUT, DEFAULT_REMOTE, FetchStats
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 CHECKOUT_DIR = "pytorch"
 GDB_FILE = "onboard.gdb"
@@ -129,64 +126,6 @@ class SetupResult:
             "problems": list(self.problems),
             "seconds": round(self.seconds, 2),
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.table import Table
-
-        title = {
-            "created": "Workspace created",
-            "resumed": "Workspace updated",
-            "unchanged": "Workspace checked: already up to date",
-        }[self.state]
-        table = Table(title=title, show_header=False, title_justify="left")
-        table.add_column(style="bold")
-        table.add_column()
-        table.add_row("workspace", str(self.workspace))
-        kind = (
-            "reference tree from the installed wheel (no .cpp/.cu)"
-            if self.checkout_kind == workspace.REFERENCE
-            else "git checkout (depth 1)"
-        )
-        table.add_row("checkout", f"{self.checkout}  [dim]{kind}[/]")
-        table.add_row("torch", f"{self.torch_version}  ({self.python})")
-        commit = self.commit or "unknown"
-        table.add_row(
-            "commit", f"{commit}  [dim]{self.commit_kind}{' ' + self.tag if self.tag else ''}[/]"
-        )
-        if self.remote:
-            table.add_row("remote", self.remote)
-        table.add_row("build prefix", self.build_prefix or "not found in the libraries")
-        if self.fetch and (verbose or self.fetch.bytes_received):
-            table.add_row(
-                "fetched",
-                f"{self.fetch.objects} objects, "
-                f"{checkout_mod.human_bytes(self.fetch.bytes_received)}",
-            )
-        if self.reference:
-            table.add_row(
-                "reference tree",
-                f"{self.reference['files']} files; vendored headers under third_party/include: "
-                f"{len(self.reference['vendored_includes'])} entries",
-            )
-        for f in self.ide_files:
-            table.add_row("ide", f"{f.path}  [dim]{f.action}[/]")
-        if self.gdb_file:
-            table.add_row("gdb", f"{self.gdb_file}  [dim]gdb -x {self.gdb_file} -p <pid>[/]")
-        table.add_row("python debugging", self.debugging.get("python", ""))
-        table.add_row("C++ debugging", self.debugging.get("cpp", ""))
-        table.add_row("time", f"{self.seconds:.1f} s")
-        console.print(table)
-        for f in self.ide_files:
-            if f.message and (verbose or f.action == "side-file"):
-                console.print(f"[yellow]note:[/] {f.message}")
-        if verbose:
-            for action in self.actions:
-                console.print(f"[dim]- {action}[/]")
-        for note in self.notes:
-            console.print(f"[dim]note:[/] {note}")
-        for problem in self.problems:
-            console.print(f"[red]problem:[/] {problem}")
-        console.print(f"Next: `cd {self.workspace} && nox -s verify` (or `onboard verify`).")
 
 
 # ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from onboard.workflows.build.verify import (
 
 if TYPE_CHECKING:
     from onboard.report import Reporter
+    from onboard.workflows.setup import SetupResult
     from onboard.workspace import Workspace
 
 
@@ -237,7 +238,7 @@ def _build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
 class SetupAndBuild:
     """Setup then build in one go. ``to_json`` keys: ok, setup (setup's own JSON), build."""
 
-    setup: Any  # onboard.workflows.setup.SetupResult
+    setup: SetupResult
     build: BuildResult
 
     @property
@@ -252,7 +253,7 @@ class SetupAndBuild:
         return {"ok": self.ok, "setup": self.setup.to_json(), "build": self.build.to_json()}
 
 
-def build_after_setup(setup_result: Any, reporter: Reporter) -> SetupAndBuild:
+def build_after_setup(setup_result: SetupResult, reporter: Reporter) -> SetupAndBuild:
     """Build the workspace ``onboard setup`` just made, with ``onboard build``'s defaults."""
     from onboard import workspace
     from onboard.workflows.build.plan import plan
