@@ -674,7 +674,7 @@ class _Plan:
     # -- an existing workspace -------------------------------------------------
 
     def resume(self, old: workspace.Workspace) -> SetupResult:
-        from onboard.workflows import resume
+        from onboard.workflows.setup import resume
 
         return resume.resume(self, old, CHECKOUT_DIR)
 
