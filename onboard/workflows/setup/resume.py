@@ -33,7 +33,8 @@ from onboard.workflows import reference_tree
 from onboard.workflows.checkout import FetchStats, fetch_target
 
 if TYPE_CHECKING:
-    from onboard.workflows.setup import SetupResult, _Plan
+    from onboard.workflows.setup import _Plan
+    from onboard.workflows.setup.result import SetupResult
 
 
 def resume(plan: _Plan, old: workspace.Workspace, checkout_dir: str) -> SetupResult:
