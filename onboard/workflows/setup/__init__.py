@@ -36,7 +36,6 @@ from onboard import (
     git,
     ide,
     lock,
-    pathnames,
     signals,
     staging,
     torchenv,
@@ -47,7 +46,8 @@ from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows import checkout as checkout_mod
 from onboard.workflows import reference_tree
-from onboard.workflows.checkout import DEFAULT_FETCH_TIMEOUT, DEFAULT_REMOTE, FetchStats
+from onboard.workflows.checkout import DEFAULT_FETCH_TIMEOUT, FetchStats
+from onboard.workflows.setup import validate
 from onboard.workflows.setup.layout import CHECKOUT_DIR, GDB_FILE, NOXFILE
 from onboard.workflows.setup.result import SetupResult
 
@@ -77,29 +77,20 @@ def setup(
     signal after the workspace is complete no longer undoes it."""
     started = time.monotonic()
     reporter = reporter or Reporter()
-    root = Path(dest).expanduser().absolute()
-    if root.is_symlink() and root.is_dir():
-        # The workspace goes where the link points: the link itself cannot be
-        # emptied (rmdir) and renamed over like a folder.
-        root = root.resolve()
-    if from_wheel and (remote or commit or reference or with_submodules):
-        raise BadInput(
-            "--from-wheel rebuilds the tree from the installed wheel; --remote, --commit, "
-            "--reference and --with-submodules only apply to a git checkout.",
-            next_step="Drop those options, or drop --from-wheel to fetch a checkout.",
-        )
-    if fetch_timeout <= 0:
-        raise BadInput("--fetch-timeout must be a positive number of seconds.")
-    if not str(dest).strip():
-        raise BadInput(
-            "The workspace folder is an empty name (an unset variable such as `$WS`?); onboard "
-            "will not turn the current folder into a workspace by accident.",
-            next_step="Name the folder: `onboard setup ~/pt-ws --from-wheel`.",
-        )
-    _check_name_room(root)
-    existing = _existing_workspace(root)
-    ref_path = _reference_clone(reference) if reference else None
-    remote_url = _normalize_remote(remote) if not from_wheel else None
+    root = validate.workspace_root(dest)
+    validate.check_options(
+        dest,
+        from_wheel=from_wheel,
+        remote=remote,
+        commit=commit,
+        reference=reference,
+        with_submodules=with_submodules,
+        fetch_timeout=fetch_timeout,
+    )
+    validate.check_name_room(root)
+    existing = validate.existing_workspace(root)
+    ref_path = validate.reference_clone(reference) if reference else None
+    remote_url = validate.normalize_remote(remote) if not from_wheel else None
 
     reporter.step(f"probing the torch of {python or 'this interpreter'}")
     # The probe imports torch in a child (seconds); a reference tree only needs
@@ -123,59 +114,6 @@ def setup(
         result = plan.create() if existing is None else plan.resume(existing)
     result.seconds = time.monotonic() - started
     return result
-
-
-# The hidden staging folder beside DIR: ".{DIR}.onboard-partial-" + 8 hex digits.
-_STAGING_EXTRA = len("..onboard-partial-") + 8
-
-
-def _check_name_room(root: Path) -> None:
-    """DIR's name must leave room for the staging folder's (exit 2, not ENAMETOOLONG later)."""
-    problem = pathnames.long_name(str(root), extra=_STAGING_EXTRA)
-    if problem:
-        raise BadInput(
-            f"onboard cannot make {root}: {problem} (the workspace is built in a hidden "
-            f"folder `.{root.name[:12]}....onboard-partial-XXXXXXXX` beside it).",
-            next_step="Pick a shorter folder name and run `onboard setup DIR` again.",
-        )
-
-
-def _existing_workspace(root: Path) -> workspace.Workspace | None:
-    if root.exists() and not root.is_dir():
-        raise BadInput(
-            f"{root} exists and is not a folder.",
-            next_step="Pick a new folder: `onboard setup DIR`.",
-        )
-    if (root / workspace.CONFIG_NAME).is_file():
-        return workspace.load_for_writing(root)
-    if root.is_dir() and any(root.iterdir()):
-        raise BadInput(
-            f"{root} is not empty and is not an onboard workspace (no {workspace.CONFIG_NAME}); "
-            "onboard will not write into it.",
-            next_step="Pick a new or empty folder: `onboard setup NEW_DIR` (or "
-            "`onboard setup NEW_DIR --from-wheel`).",
-        )
-    return None
-
-
-def _reference_clone(reference: str | os.PathLike[str]) -> Path:
-    path = Path(reference).expanduser().absolute()
-    if not path.is_dir() or not git.is_repo(path):
-        raise BadInput(
-            f"--reference {path} is not a git clone.",
-            next_step="Pass the folder of an existing PyTorch clone, or drop --reference.",
-        )
-    return path
-
-
-def _normalize_remote(remote: str | None) -> str:
-    if not remote:
-        return DEFAULT_REMOTE
-    # git runs inside the new repository: a relative path must become absolute.
-    local = Path(remote).expanduser()
-    if "://" not in remote and local.exists():
-        return str(local.absolute())
-    return remote
 
 
 def _no_torch(env: torchenv.TorchEnv) -> OnboardError:
@@ -324,7 +262,7 @@ class _Plan:
                 what=str(self.root),
                 remove_on_release=True,
             ):
-                existing = _existing_workspace(self.root)
+                existing = validate.existing_workspace(self.root)
                 if existing is not None:  # the other run made it meanwhile
                     return self.resume(existing)
                 result = self._create_in_staging(parent, target, tree)
