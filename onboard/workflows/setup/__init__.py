@@ -636,7 +636,7 @@ def _write_noxfile(path: Path, root: Path, result: SetupResult) -> list[str]:
         code = [ln for ln in old.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         ours = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         if code != ours:
-            backup = ide._free_backup(path)
+            backup = ide.free_backup(path)
             files.write_text(backup, old)
             files.write_text(path, text)
             return [f"noxfile.py had your changes: backed up to {backup.name}, then regenerated"]
