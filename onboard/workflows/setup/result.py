@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onboard import ide
 from onboard.workflows.checkout import FetchStats
+from onboard.workflows.setup.layout import CHECKOUT_DIR
+
+if TYPE_CHECKING:
+    from onboard import torchenv
+    from onboard.workflows.setup.request import SetupRequest
 
 
 @dataclass
@@ -79,3 +84,23 @@ class SetupResult:
             "problems": list(self.problems),
             "seconds": round(self.seconds, 2),
         }
+
+
+def begin(req: SetupRequest, env: torchenv.TorchEnv, state: str) -> SetupResult:
+    """A result for ``req`` from the probe of the installed torch, before any checkout work."""
+    assert env.torch is not None
+    return SetupResult(
+        workspace=req.root,
+        checkout=req.root / CHECKOUT_DIR,
+        checkout_kind=req.kind,
+        commit=env.commit.sha,
+        commit_kind=env.commit.kind,
+        head=None,
+        tag=env.commit.tag,
+        remote=req.remote,
+        torch_version=env.torch.version,
+        python=env.python.executable,
+        build_prefix=env.build_prefix.prefix,
+        has_debug_info=env.has_debug_info,
+        state=state,
+    )
