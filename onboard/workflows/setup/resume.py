@@ -130,19 +130,7 @@ def _reference(
         None,
     )
     if match is not None:
-        req.reporter.step(f"{repo} already holds the reference tree of torch {version}")
-        result = begin(req, installed.env, "unchanged")
-        result.head = git.head_sha(repo)
-        result.reference = {**(old.extra.get("reference") or {}), "commit": match}
-        result.actions.append("reference tree kept as it is")
-        if branch != "reference" or git.ref_value(repo, reference_tree.BRANCH) != match:
-            result.notes.append(
-                f"the checkout is on {_where(repo)} (your work, left as it is); onboard's "
-                f"reference commit for torch {version} is {match[:12]}"
-            )
-        result.notes += [n for n in old.notes if n not in result.notes]
-        workspace_files.write(req, installed.env, old.root, result)
-        return result
+        return _reference_kept(req, installed, old, repo, match, branch)
 
     ref_sha = git.ref_value(repo, reference_tree.BRANCH)
     found = candidates[0][1] if candidates else {}
@@ -176,6 +164,61 @@ def _reference(
     _keep_tag(tx, repo, reference_tree.tag_name(version), new)
     result = begin(req, installed.env, "resumed")
     result.disk = needed
+    _follow_reference(tx, repo, result, new, ref_sha, branch, old_tag, previous, version)
+    git.delete_ref(repo, reference_tree.NEXT_REF, new)
+    result.head = git.head_sha(repo)
+    result.reference = {
+        "files": len(tree.files) + 1,
+        "bytes": tree.total_bytes,
+        "generated_headers": tree.generated,
+        "vendored_includes": list(tree.vendored),
+        "commit": new,
+    }
+    result.actions.append(
+        f"reference commit {new[:12]} for torch {version} (tag {reference_tree.tag_name(version)})"
+    )
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _reference_kept(
+    req: SetupRequest,
+    installed: Installed,
+    old: workspace.Workspace,
+    repo: Path,
+    match: str,
+    branch: str | None,
+) -> SetupResult:
+    """The installed torch's reference commit is there already: only onboard's files change."""
+    version = installed.torch.version
+    req.reporter.step(f"{repo} already holds the reference tree of torch {version}")
+    result = begin(req, installed.env, "unchanged")
+    result.head = git.head_sha(repo)
+    result.reference = {**(old.extra.get("reference") or {}), "commit": match}
+    result.actions.append("reference tree kept as it is")
+    if branch != "reference" or git.ref_value(repo, reference_tree.BRANCH) != match:
+        result.notes.append(
+            f"the checkout is on {_where(repo)} (your work, left as it is); onboard's "
+            f"reference commit for torch {version} is {match[:12]}"
+        )
+    result.notes += [n for n in old.notes if n not in result.notes]
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _follow_reference(
+    tx: transaction.Transaction,
+    repo: Path,
+    result: SetupResult,
+    new: str,
+    ref_sha: str | None,
+    branch: str | None,
+    old_tag: str | None,
+    previous: str | None,
+    version: str,
+) -> None:
+    """Move ``reference`` to the new commit where nothing of the user's is in the way;
+    else say how the user moves it (``ref_sha`` None: the branch is not onboard's)."""
     on_reference = branch == reference_tree.BRANCH.removeprefix("refs/heads/")
     ref = reference_tree.BRANCH
     if git.ref_value(repo, ref) is None:
@@ -215,20 +258,6 @@ def _reference(
                 f"the checkout stays on {_where(repo)}; `git -C {repo} checkout reference` "
                 f"shows torch {version}"
             )
-    git.delete_ref(repo, reference_tree.NEXT_REF, new)
-    result.head = git.head_sha(repo)
-    result.reference = {
-        "files": len(tree.files) + 1,
-        "bytes": tree.total_bytes,
-        "generated_headers": tree.generated,
-        "vendored_includes": list(tree.vendored),
-        "commit": new,
-    }
-    result.actions.append(
-        f"reference commit {new[:12]} for torch {version} (tag {reference_tree.tag_name(version)})"
-    )
-    workspace_files.write(req, installed.env, old.root, result)
-    return result
 
 
 def _keep_tag(tx: transaction.Transaction, repo: Path, name: str, sha: str | None) -> str | None:
@@ -265,21 +294,7 @@ def _clone(
     recorded = old.commit if old.commit and git.rev_parse(repo, old.commit) else None
     same_target = old.extra.get("target") == (req.commit or what) or what == old.commit
     if same_target and recorded:
-        req.reporter.step(f"{repo} already has {recorded[:12]}: checking the files")
-        result = begin(req, installed.env, "unchanged")
-        result.commit, result.commit_kind, result.tag, result.head = recorded, kind, tag, head
-        result.remote = git.remote_url(repo) or req.remote
-        result.notes += [n for n in old.notes if n not in result.notes]
-        result.actions.append("checkout kept as it is")
-        if head != recorded:
-            result.notes.append(
-                f"the checkout is on {_where(repo)} (your work, left as it is); the "
-                f"installed commit is {recorded[:12]}"
-            )
-        if req.with_submodules:
-            sources.update_submodules(req, repo, result)
-        workspace_files.write(req, installed.env, old.root, result)
-        return result
+        return _clone_kept(req, installed, old, repo, head, recorded, kind, tag)
 
     if req.remote and git.remote_url(repo) not in (None, req.remote):
         git.git(repo, "remote", "set-url", "origin", req.remote)
@@ -304,9 +319,59 @@ def _clone(
     if recorded:
         name = _commit_tag(old.commit_kind, old.torch_version, recorded)
         old_tag = _keep_tag(tx, repo, name, recorded) or recorded
+    _follow_clone(tx, repo, result, sha, head, branch, recorded, new_tag, old_tag, old)
+    result.head = git.head_sha(repo)
+    result.actions.append(f"fetched {sha[:12]} from {req.remote}")
+    if req.with_submodules and result.head == sha:
+        sources.update_submodules(req, repo, result)
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _clone_kept(
+    req: SetupRequest,
+    installed: Installed,
+    old: workspace.Workspace,
+    repo: Path,
+    head: str | None,
+    recorded: str,
+    kind: str,
+    tag: str | None,
+) -> SetupResult:
+    """The commit asked for is the one set up already: only onboard's files change."""
+    req.reporter.step(f"{repo} already has {recorded[:12]}: checking the files")
+    result = begin(req, installed.env, "unchanged")
+    result.commit, result.commit_kind, result.tag, result.head = recorded, kind, tag, head
+    result.remote = git.remote_url(repo) or req.remote
+    result.notes += [n for n in old.notes if n not in result.notes]
+    result.actions.append("checkout kept as it is")
+    if head != recorded:
+        result.notes.append(
+            f"the checkout is on {_where(repo)} (your work, left as it is); the "
+            f"installed commit is {recorded[:12]}"
+        )
+    if req.with_submodules:
+        sources.update_submodules(req, repo, result)
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _follow_clone(
+    tx: transaction.Transaction,
+    repo: Path,
+    result: SetupResult,
+    sha: str,
+    head: str | None,
+    branch: str | None,
+    recorded: str | None,
+    new_tag: str,
+    old_tag: str | None,
+    old: workspace.Workspace,
+) -> None:
+    """Move a detached HEAD still at onboard's checkout to ``sha``; else say how to move."""
     if head == sha:
-        pass
-    elif branch is None and head is not None and head == recorded:
+        return
+    if branch is None and head is not None and head == recorded:
         try:
             tx.checkout_detached(repo, sha)
             result.actions.append(f"checked out {sha[:12]} (HEAD was onboard's checkout)")
@@ -325,12 +390,6 @@ def _clone(
             f"the checkout stays on {_where(repo)}; the installed commit is {sha[:12]} "
             f"(`git -C {repo} checkout --detach {new_tag}`)"
         )
-    result.head = git.head_sha(repo)
-    result.actions.append(f"fetched {sha[:12]} from {req.remote}")
-    if req.with_submodules and result.head == sha:
-        sources.update_submodules(req, repo, result)
-    workspace_files.write(req, installed.env, old.root, result)
-    return result
 
 
 # --- a checkout that is gone -------------------------------------------------
