@@ -167,13 +167,7 @@ def _reference(
     _follow_reference(tx, repo, result, new, ref_sha, branch, old_tag, previous, version)
     git.delete_ref(repo, reference_tree.NEXT_REF, new)
     result.head = git.head_sha(repo)
-    result.reference = {
-        "files": len(tree.files) + 1,
-        "bytes": tree.total_bytes,
-        "generated_headers": tree.generated,
-        "vendored_includes": list(tree.vendored),
-        "commit": new,
-    }
+    result.reference = sources.reference_record(tree, new)
     result.actions.append(
         f"reference commit {new[:12]} for torch {version} (tag {reference_tree.tag_name(version)})"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from onboard import torchenv
 from onboard.workflows import checkout as checkout_mod
@@ -73,13 +74,7 @@ def make_reference(
         return make_reference(req, installed, repo, tree_plan(torch.package_dir), state, wheel=None)
     result = result_mod.begin(req, installed.env, state)
     result.head = head
-    result.reference = {
-        "files": files,
-        "bytes": tree.total_bytes,
-        "generated_headers": tree.generated,
-        "vendored_includes": list(tree.vendored),
-        "commit": head,
-    }
+    result.reference = reference_record(tree, head)
     result.actions.append(f"reference tree committed as {head[:12]} ({files} files)")
     result.notes.append(
         "a reference tree holds the wheel's Python sources, headers and yaml at PyTorch's "
@@ -87,6 +82,18 @@ def make_reference(
         "`onboard setup NEW_DIR` gets a full checkout"
     )
     return result
+
+
+def reference_record(tree: reference_tree.TreePlan, commit: str) -> dict[str, Any]:
+    """The result's (and onboard.json's) ``reference``: the tree's counts and its commit."""
+    return {
+        # One count everywhere: the wheel's files plus the version.txt the tree gets.
+        "files": len(tree.files) + 1,
+        "bytes": tree.total_bytes,
+        "generated_headers": tree.generated,
+        "vendored_includes": list(tree.vendored),
+        "commit": commit,
+    }
 
 
 def make_clone(
