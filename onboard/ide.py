@@ -151,7 +151,8 @@ def _dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=4) + "\n"
 
 
-def _free_backup(path: Path) -> Path:
+def free_backup(path: Path) -> Path:
+    """``path`` + the backup suffix, numbered past any backup already there."""
     candidate = path.with_name(path.name + BACKUP_SUFFIX)
     n = 1
     while candidate.exists():
@@ -187,7 +188,7 @@ def write_merged(
     text = _dump(merged)
     if text == original:
         return FileAction(path, "unchanged")
-    backup = _free_backup(path)
+    backup = free_backup(path)
     files.write_text(backup, original)
     files.write_text(path, text)
     return FileAction(

@@ -31,7 +31,7 @@ from onboard.report import Reporter
 from onboard.workflows.build import build, plan
 from onboard.workflows.build.log import first_error, parse_progress
 from onboard.workflows.build.machine import GIB, available_memory, cores, version_tuple
-from onboard.workflows.build.plan import COMPILE_GIB
+from onboard.workflows.build.memory import COMPILE_GIB
 
 # --------------------------------------------------------------------------
 # helpers

@@ -501,12 +501,12 @@ def test_unwritable_destination_is_bad_input_and_leaves_nothing(
 ) -> None:
     import errno
 
-    from onboard.workflows import setup as setup_mod
+    from onboard import staging
 
     def read_only(parent: Path, name: str) -> Path:
         raise OSError(errno.EROFS, "Read-only file system", str(parent / name))
 
-    monkeypatch.setattr(setup_mod, "_new_staging", read_only)
+    monkeypatch.setattr(staging, "make", read_only)
     dest = tmp_path / "a" / "b" / "ws"
     with pytest.raises(BadInput, match="Read-only file system") as info:
         setup(dest, from_wheel=True)
@@ -519,12 +519,12 @@ def test_a_link_that_cannot_be_renamed_is_named_not_blamed_on_disk_space(
 ) -> None:
     import errno
 
-    from onboard.workflows import setup as setup_mod
+    from onboard import staging
 
     def not_a_dir(parent: Path, prefix: str) -> Path:
         raise OSError(errno.ENOTDIR, "Not a directory", str(parent / prefix))
 
-    monkeypatch.setattr(setup_mod, "_new_staging", not_a_dir)
+    monkeypatch.setattr(staging, "make", not_a_dir)
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "gone")  # dangling: not followed
     with pytest.raises(BadInput, match="is a symbolic link") as info:
@@ -533,7 +533,7 @@ def test_a_link_that_cannot_be_renamed_is_named_not_blamed_on_disk_space(
     assert "Free some space" not in info.value.paragraph()
     monkeypatch.undo()
     plain = tmp_path / "plain"
-    monkeypatch.setattr(setup_mod, "_new_staging", not_a_dir)
+    monkeypatch.setattr(staging, "make", not_a_dir)
     with pytest.raises(OnboardError) as other:
         setup(plain, from_wheel=True)
     assert "Free some space" not in other.value.paragraph()  # only for ENOSPC/EDQUOT

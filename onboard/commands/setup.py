@@ -46,7 +46,7 @@ from onboard.commands._common import PathParam, common_options, python_option, r
     metavar="SECONDS",
     help="Give up when the remote sends nothing for this long.",
 )
-@click.option(  # onboard build (issue 6)
+@click.option(
     "--build",
     "then_build",
     is_flag=True,
@@ -74,7 +74,8 @@ def setup(
 
     Exit status: 0 done, 1 failed (nothing half-made is left), 2 bad arguments.
     """
-    from onboard.console import emit
+    from onboard.console import emit_view
+    from onboard.views import setup as view
     from onboard.workflows.setup import setup as run_setup
 
     result = run_setup(
@@ -88,14 +89,18 @@ def setup(
         fetch_timeout=fetch_timeout,
         reporter=reporter(as_json, verbose),
     )
-    # --- onboard build (issue 6): `onboard setup DIR --build` builds after a good setup ---
+    # `onboard setup DIR --build` builds after a good setup.
     if then_build and result.ok:
+        from onboard.views import build as build_view
         from onboard.workflows.build import build_after_setup
 
         if not as_json:
-            emit(result, as_json=False, verbose=verbose)
+            emit_view(result, view.render, as_json=False, verbose=verbose)
         both = build_after_setup(result, reporter(as_json, verbose))
-        emit(both if as_json else both.build, as_json=as_json, verbose=verbose)
+        if as_json:
+            emit_view(both, build_view.setup_and_build, as_json=True)
+        else:
+            emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
         return both.exit_code
-    emit(result, as_json=as_json, verbose=verbose)
+    emit_view(result, view.render, as_json=as_json, verbose=verbose)
     return 0 if result.ok else 1

@@ -8,7 +8,9 @@ that the build is the torch in use.
 
 from __future__ import annotations
 
-from onboard.workflows.build.plan import BuildPlan, Check, Choice, Estimate, plan
+from onboard.workflows.build.memory import Estimate
+from onboard.workflows.build.parts import Check, Choice
+from onboard.workflows.build.plan import BuildPlan, plan
 from onboard.workflows.build.run import (
     BuildResult,
     CacheStats,

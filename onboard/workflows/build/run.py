@@ -24,9 +24,8 @@ from onboard.workflows.build.verify import (
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.report import Reporter
+    from onboard.workflows.setup import SetupResult
     from onboard.workspace import Workspace
 
 
@@ -98,42 +97,6 @@ class BuildResult:
             "venv_python": str(self.plan.venv_python),
             "notes": list(self.notes),
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        if self.returncode != 0:
-            console.print(
-                f"[bold red]The build failed[/] (exit {self.returncode}) after "
-                f"{self.seconds:.0f} s."
-            )
-            if self.first_error:
-                console.print(f"First error (log line {self.first_error.line_number}):")
-                for line in self.first_error.lines:
-                    console.print(f"  {line}", markup=False)
-            console.print(f"Full log: {self.log}")
-            console.print(
-                "Fix the error, then run `onboard build` again (the build is incremental)."
-            )
-            return
-        state = "[bold green]Built[/]" if self.ok else "[bold yellow]Built, but a check failed[/]"
-        console.print(f"{state} {self.plan.build_type} in {self.seconds:.0f} s (log: {self.log}).")
-        for c in self.checks:
-            mark = "[green]ok[/]" if c.ok else "[red]FAIL[/]"
-            console.print(f"  {mark} {c.name}: {c.detail}", markup=True)
-        if self.cache:
-            console.print(
-                f"  cache {self.cache.tool}: {self.cache.hits} hits, {self.cache.misses} misses"
-                + (f" ({self.cache.location})" if self.cache.location else "")
-            )
-            if self.cache.note:
-                console.print(f"  [yellow]note[/] {self.cache.note}")
-        for change in self.ide:
-            console.print(f"  {change.action}: {change.path} {change.detail}")
-        for note in self.notes:
-            console.print(f"[yellow]note[/] {note}")
-        console.print(
-            f"Use it: {self.plan.venv_python} your_script.py (VS Code: onboard's launch "
-            "configurations now run this interpreter)."
-        )
 
 
 def _sccache_start(launcher: str, env: dict[str, str]) -> None:
@@ -275,7 +238,7 @@ def _build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
 class SetupAndBuild:
     """Setup then build in one go. ``to_json`` keys: ok, setup (setup's own JSON), build."""
 
-    setup: Any  # onboard.workflows.setup.SetupResult
+    setup: SetupResult
     build: BuildResult
 
     @property
@@ -289,12 +252,8 @@ class SetupAndBuild:
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "setup": self.setup.to_json(), "build": self.build.to_json()}
 
-    def render(self, console: Console, verbose: bool) -> None:
-        self.setup.render(console, verbose)
-        self.build.render(console, verbose)
 
-
-def build_after_setup(setup_result: Any, reporter: Reporter) -> SetupAndBuild:
+def build_after_setup(setup_result: SetupResult, reporter: Reporter) -> SetupAndBuild:
     """Build the workspace ``onboard setup`` just made, with ``onboard build``'s defaults."""
     from onboard import workspace
     from onboard.workflows.build.plan import plan

@@ -16,50 +16,53 @@ PyTorch (their branches, commits, stashes, untracked files), so:
   ``onboard/torch-VERSION`` (the old one too); HEAD moves to it only when it
   is still detached at the commit onboard checked out and nothing would be
   overwritten, else the result says how to move.
+- **checkout gone** (an empty folder or none): made again in a hidden folder
+  and renamed into place, as a new workspace's is.
 
-Everything runs in the workspace transaction (``onboard/transaction.py``):
+Everything runs in the workspace transaction (``onboard/transaction/``):
 one writer at a time, and a failure or signal rolls back exactly what this
 run did.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from onboard import git, transaction, workspace
+from onboard import git, signals, staging, transaction, workspace
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows import reference_tree
 from onboard.workflows.checkout import FetchStats, fetch_target
+from onboard.workflows.setup import disk, sources, workspace_files
+from onboard.workflows.setup.installed import Installed
+from onboard.workflows.setup.layout import CHECKOUT_DIR
+from onboard.workflows.setup.request import SetupRequest
+from onboard.workflows.setup.result import SetupResult, begin
 
-if TYPE_CHECKING:
-    from onboard.workflows.setup import SetupResult, _Plan
 
-
-def resume(plan: _Plan, old: workspace.Workspace, checkout_dir: str) -> SetupResult:
-    if old.checkout_kind != plan.kind:
+def resume(req: SetupRequest, installed: Installed, old: workspace.Workspace) -> SetupResult:
+    """Check the workspace ``old`` and bring it to the installed torch (see above)."""
+    if old.checkout_kind != req.kind:
         have = "a reference tree (--from-wheel)" if old.is_reference else "a git checkout"
-        again = "onboard setup NEW_DIR" + (" --from-wheel" if plan.from_wheel else "")
         raise BadInput(
-            f"{plan.root} already holds {have}; onboard does not switch a workspace "
+            f"{req.root} already holds {have}; onboard does not switch a workspace "
             "between a checkout and a reference tree.",
-            next_step=f"Run `{again}` for a new workspace, or `{old.setup_command}` "
-            "to refresh this one.",
+            next_step=f"Run `{req.new_dir_command}` for a new workspace, or "
+            f"`{old.setup_command}` to refresh this one.",
         )
-    if old.checkout != checkout_dir:
+    if old.checkout != CHECKOUT_DIR:
         raise OnboardError(
             f"{old.config_path} names the checkout {old.checkout!r}; this onboard expects "
-            f"{checkout_dir!r}.",
-            next_step="Set up a new workspace with `onboard setup NEW_DIR"
-            + (" --from-wheel" if plan.from_wheel else "")
-            + "`.",
+            f"{CHECKOUT_DIR!r}.",
+            next_step=f"Set up a new workspace with `{req.new_dir_command}`.",
         )
     repo = old.root / old.checkout
     with transaction.in_workspace(
         old.root,
         command=f"setup {old.root}",
-        reporter=plan.reporter,
-        final=plan.final,
+        reporter=req.reporter,
+        final=req.final,
     ) as tx:
         if not (repo / ".git").exists():
             if repo.exists() and any(repo.iterdir()):
@@ -69,12 +72,12 @@ def resume(plan: _Plan, old: workspace.Workspace, checkout_dir: str) -> SetupRes
                     next_step=f"Move it away (`mv {repo} {repo}.mine`) and run "
                     f"`{old.setup_command}` again to make the checkout anew.",
                 )
-            plan.reporter.step(f"{repo} is missing: making it again")
-            return plan.rebuild_checkout(old, tx)
+            req.reporter.step(f"{repo} is missing: making it again")
+            return _rebuild_checkout(req, installed, old, tx)
         tx.watch(repo)
-        if plan.from_wheel:
-            return _reference(plan, old, repo, tx)
-        return _clone(plan, old, repo, tx)
+        if req.from_wheel:
+            return _reference(req, installed, old, repo, tx)
+        return _clone(req, installed, old, repo, tx)
 
 
 # --- a reference tree -------------------------------------------------------
@@ -107,9 +110,13 @@ def _where(repo: Path) -> str:
 
 
 def _reference(
-    plan: _Plan, old: workspace.Workspace, repo: Path, tx: transaction.Transaction
+    req: SetupRequest,
+    installed: Installed,
+    old: workspace.Workspace,
+    repo: Path,
+    tx: transaction.Transaction,
 ) -> SetupResult:
-    env = plan.env
+    env = installed.env
     assert env.torch is not None
     version, commit = env.torch.version, env.commit.sha or "unknown"
     candidates = _reference_commits(repo, old)
@@ -123,19 +130,7 @@ def _reference(
         None,
     )
     if match is not None:
-        plan.reporter.step(f"{repo} already holds the reference tree of torch {version}")
-        result = plan._result("unchanged")
-        result.head = git.head_sha(repo)
-        result.reference = {**(old.extra.get("reference") or {}), "commit": match}
-        result.actions.append("reference tree kept as it is")
-        if branch != "reference" or git.ref_value(repo, reference_tree.BRANCH) != match:
-            result.notes.append(
-                f"the checkout is on {_where(repo)} (your work, left as it is); onboard's "
-                f"reference commit for torch {version} is {match[:12]}"
-            )
-        result.notes += [n for n in old.notes if n not in result.notes]
-        plan._finish(old.root, result)
-        return result
+        return _reference_kept(req, installed, old, repo, match, branch)
 
     ref_sha = git.ref_value(repo, reference_tree.BRANCH)
     found = candidates[0][1] if candidates else {}
@@ -145,18 +140,18 @@ def _reference(
         ref_sha = None
     parent = candidates[0][0] if candidates else None
     previous = found.get("Onboard-Torch-Version")
-    plan.reporter.step(
+    req.reporter.step(
         f"torch changed ({previous or 'unknown'} -> {version}): adding a reference commit; "
         "your branches stay where they are"
     )
-    tree = plan._tree_plan()
-    disk = plan._disk(tree)
+    tree = installed.tree_plan()
+    needed = disk.check(req, tree)
     tx.own_ref(repo, reference_tree.NEXT_REF)
     if git.ref_value(repo, reference_tree.NEXT_REF):
         git.delete_ref(
             repo, reference_tree.NEXT_REF, git.ref_value(repo, reference_tree.NEXT_REF) or ""
         )
-    with plan.reporter.task("writing the new reference commit with git fast-import", total=None):
+    with req.reporter.task("writing the new reference commit with git fast-import", total=None):
         new = reference_tree.add_commit(
             repo,
             tree,
@@ -167,8 +162,57 @@ def _reference(
         )
     old_tag = _keep_tag(tx, repo, reference_tree.tag_name(previous), parent) if previous else None
     _keep_tag(tx, repo, reference_tree.tag_name(version), new)
-    result = plan._result("resumed")
-    result.disk = disk
+    result = begin(req, installed.env, "resumed")
+    result.disk = needed
+    _follow_reference(tx, repo, result, new, ref_sha, branch, old_tag, previous, version)
+    git.delete_ref(repo, reference_tree.NEXT_REF, new)
+    result.head = git.head_sha(repo)
+    result.reference = sources.reference_record(tree, new)
+    result.actions.append(
+        f"reference commit {new[:12]} for torch {version} (tag {reference_tree.tag_name(version)})"
+    )
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _reference_kept(
+    req: SetupRequest,
+    installed: Installed,
+    old: workspace.Workspace,
+    repo: Path,
+    match: str,
+    branch: str | None,
+) -> SetupResult:
+    """The installed torch's reference commit is there already: only onboard's files change."""
+    version = installed.torch.version
+    req.reporter.step(f"{repo} already holds the reference tree of torch {version}")
+    result = begin(req, installed.env, "unchanged")
+    result.head = git.head_sha(repo)
+    result.reference = {**(old.extra.get("reference") or {}), "commit": match}
+    result.actions.append("reference tree kept as it is")
+    if branch != "reference" or git.ref_value(repo, reference_tree.BRANCH) != match:
+        result.notes.append(
+            f"the checkout is on {_where(repo)} (your work, left as it is); onboard's "
+            f"reference commit for torch {version} is {match[:12]}"
+        )
+    result.notes += [n for n in old.notes if n not in result.notes]
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _follow_reference(
+    tx: transaction.Transaction,
+    repo: Path,
+    result: SetupResult,
+    new: str,
+    ref_sha: str | None,
+    branch: str | None,
+    old_tag: str | None,
+    previous: str | None,
+    version: str,
+) -> None:
+    """Move ``reference`` to the new commit where nothing of the user's is in the way;
+    else say how the user moves it (``ref_sha`` None: the branch is not onboard's)."""
     on_reference = branch == reference_tree.BRANCH.removeprefix("refs/heads/")
     ref = reference_tree.BRANCH
     if git.ref_value(repo, ref) is None:
@@ -208,20 +252,6 @@ def _reference(
                 f"the checkout stays on {_where(repo)}; `git -C {repo} checkout reference` "
                 f"shows torch {version}"
             )
-    git.delete_ref(repo, reference_tree.NEXT_REF, new)
-    result.head = git.head_sha(repo)
-    result.reference = {
-        "files": len(tree.files) + 1,
-        "bytes": tree.total_bytes,
-        "generated_headers": tree.generated,
-        "vendored_includes": list(tree.vendored),
-        "commit": new,
-    }
-    result.actions.append(
-        f"reference commit {new[:12]} for torch {version} (tag {reference_tree.tag_name(version)})"
-    )
-    plan._finish(old.root, result)
-    return result
 
 
 def _keep_tag(tx: transaction.Transaction, repo: Path, name: str, sha: str | None) -> str | None:
@@ -246,56 +276,96 @@ def _commit_tag(kind: str, version: str, sha: str) -> str:
 
 
 def _clone(
-    plan: _Plan, old: workspace.Workspace, repo: Path, tx: transaction.Transaction
+    req: SetupRequest,
+    installed: Installed,
+    old: workspace.Workspace,
+    repo: Path,
+    tx: transaction.Transaction,
 ) -> SetupResult:
-    what, kind, tag, nightly = plan.target()
+    what, kind, tag, nightly = installed.target(req.commit)
     head = git.head_sha(repo)
     branch = git.current_branch(repo)
     recorded = old.commit if old.commit and git.rev_parse(repo, old.commit) else None
-    same_target = old.extra.get("target") == (plan.commit_arg or what) or what == old.commit
+    same_target = old.extra.get("target") == (req.commit or what) or what == old.commit
     if same_target and recorded:
-        plan.reporter.step(f"{repo} already has {recorded[:12]}: checking the files")
-        result = plan._result("unchanged")
-        result.commit, result.commit_kind, result.tag, result.head = recorded, kind, tag, head
-        result.remote = git.remote_url(repo) or plan.remote
-        result.notes += [n for n in old.notes if n not in result.notes]
-        result.actions.append("checkout kept as it is")
-        if head != recorded:
-            result.notes.append(
-                f"the checkout is on {_where(repo)} (your work, left as it is); the "
-                f"installed commit is {recorded[:12]}"
-            )
-        if plan.with_submodules:
-            plan.update_submodules(repo, result)
-        plan._finish(old.root, result)
-        return result
+        return _clone_kept(req, installed, old, repo, head, recorded, kind, tag)
 
-    if plan.remote and git.remote_url(repo) not in (None, plan.remote):
-        git.git(repo, "remote", "set-url", "origin", plan.remote)
-    result = plan._result("resumed")
-    result.disk = plan._disk(None)
+    if req.remote and git.remote_url(repo) not in (None, req.remote):
+        git.git(repo, "remote", "set-url", "origin", req.remote)
+    result = begin(req, installed.env, "resumed")
+    result.disk = disk.check(req, None)
     stats = FetchStats()
     sha, notes = fetch_target(
         repo,
-        remote=plan.remote or "origin",
+        remote=req.remote or "origin",
         target=what,
         nightly=nightly,
-        reference=plan.reference,
-        fetch_timeout=plan.fetch_timeout,
-        reporter=plan.reporter,
+        reference=req.reference,
+        fetch_timeout=req.fetch_timeout,
+        reporter=req.reporter,
         stats=stats,
     )
     result.commit, result.commit_kind, result.tag, result.fetch = sha, kind, tag, stats
     result.notes += notes
-    new_version = plan.env.torch.version if plan.env.torch else "?"
+    new_version = installed.env.torch.version if installed.env.torch else "?"
     new_tag = _keep_tag(tx, repo, _commit_tag(kind, new_version, sha), sha) or sha
     old_tag = None
     if recorded:
         name = _commit_tag(old.commit_kind, old.torch_version, recorded)
         old_tag = _keep_tag(tx, repo, name, recorded) or recorded
+    _follow_clone(tx, repo, result, sha, head, branch, recorded, new_tag, old_tag, old)
+    result.head = git.head_sha(repo)
+    result.actions.append(f"fetched {sha[:12]} from {req.remote}")
+    if req.with_submodules and result.head == sha:
+        sources.update_submodules(req, repo, result)
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _clone_kept(
+    req: SetupRequest,
+    installed: Installed,
+    old: workspace.Workspace,
+    repo: Path,
+    head: str | None,
+    recorded: str,
+    kind: str,
+    tag: str | None,
+) -> SetupResult:
+    """The commit asked for is the one set up already: only onboard's files change."""
+    req.reporter.step(f"{repo} already has {recorded[:12]}: checking the files")
+    result = begin(req, installed.env, "unchanged")
+    result.commit, result.commit_kind, result.tag, result.head = recorded, kind, tag, head
+    result.remote = git.remote_url(repo) or req.remote
+    result.notes += [n for n in old.notes if n not in result.notes]
+    result.actions.append("checkout kept as it is")
+    if head != recorded:
+        result.notes.append(
+            f"the checkout is on {_where(repo)} (your work, left as it is); the "
+            f"installed commit is {recorded[:12]}"
+        )
+    if req.with_submodules:
+        sources.update_submodules(req, repo, result)
+    workspace_files.write(req, installed.env, old.root, result)
+    return result
+
+
+def _follow_clone(
+    tx: transaction.Transaction,
+    repo: Path,
+    result: SetupResult,
+    sha: str,
+    head: str | None,
+    branch: str | None,
+    recorded: str | None,
+    new_tag: str,
+    old_tag: str | None,
+    old: workspace.Workspace,
+) -> None:
+    """Move a detached HEAD still at onboard's checkout to ``sha``; else say how to move."""
     if head == sha:
-        pass
-    elif branch is None and head is not None and head == recorded:
+        return
+    if branch is None and head is not None and head == recorded:
         try:
             tx.checkout_detached(repo, sha)
             result.actions.append(f"checked out {sha[:12]} (HEAD was onboard's checkout)")
@@ -314,9 +384,33 @@ def _clone(
             f"the checkout stays on {_where(repo)}; the installed commit is {sha[:12]} "
             f"(`git -C {repo} checkout --detach {new_tag}`)"
         )
-    result.head = git.head_sha(repo)
-    result.actions.append(f"fetched {sha[:12]} from {plan.remote}")
-    if plan.with_submodules and result.head == sha:
-        plan.update_submodules(repo, result)
-    plan._finish(old.root, result)
+
+
+# --- a checkout that is gone -------------------------------------------------
+
+
+def _rebuild_checkout(
+    req: SetupRequest, installed: Installed, old: workspace.Workspace, tx: transaction.Transaction
+) -> SetupResult:
+    """Make a missing checkout again (nothing of the user's is there to keep)."""
+    target = installed.target(req.commit) if not req.from_wheel else None
+    tree = installed.tree_plan() if req.from_wheel else None
+    needed = disk.check(req, tree)
+    for stale in staging.sweep(old.root, CHECKOUT_DIR):
+        req.reporter.step(f"removed {stale.name}, left by an onboard setup that was killed")
+    st = staging.make(old.root, CHECKOUT_DIR)
+    repo = old.root / CHECKOUT_DIR
+    try:
+        result = sources.make(req, installed, st.path / CHECKOUT_DIR, target, tree, state="resumed")
+        result.disk = needed
+        with signals.critical():
+            placed = tx.created_tree(repo)
+            if repo.exists():
+                repo.rmdir()  # an empty folder (resume refuses one with files)
+            os.rename(st.path / CHECKOUT_DIR, repo)
+            tx.tree_placed(placed)
+    finally:
+        shutil.rmtree(st.path, ignore_errors=True)
+        st.release()
+    workspace_files.write(req, installed.env, old.root, result)
     return result

@@ -1,0 +1,106 @@
+"""What `onboard setup` made or checked, and its JSON (the keys scripts rely on)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onboard import ide
+from onboard.workflows.checkout import FetchStats
+from onboard.workflows.setup.layout import CHECKOUT_DIR
+
+if TYPE_CHECKING:
+    from onboard import torchenv
+    from onboard.workflows.setup.request import SetupRequest
+
+
+@dataclass
+class SetupResult:
+    """What `onboard setup` made. JSON keys are documented in ``to_json``."""
+
+    workspace: Path
+    checkout: Path
+    checkout_kind: str
+    commit: str | None
+    commit_kind: str
+    head: str | None
+    tag: str | None
+    remote: str | None
+    torch_version: str
+    python: str
+    build_prefix: str | None
+    has_debug_info: bool | None
+    state: str  # created / resumed / unchanged
+    actions: list[str] = field(default_factory=list)
+    ide_files: list[ide.FileAction] = field(default_factory=list)
+    gdb_file: Path | None = None
+    noxfile: Path | None = None
+    fetch: FetchStats | None = None
+    reference: dict[str, Any] | None = None
+    disk: dict[str, Any] = field(default_factory=dict)
+    debugging: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        """Keys: ok, state (created/resumed/unchanged), workspace, checkout,
+        checkout_kind (clone/reference), commit (the torch source commit), commit_kind,
+        head (the checkout's git HEAD), tag, remote, torch_version, python,
+        build_prefix, has_debug_info, actions, ide_files [{path, action, backup,
+        message}], gdb_file, noxfile, fetch {objects, bytes_received, fetched} or
+        null, reference {files, bytes, generated_headers, vendored_includes} or
+        null, disk {needed_bytes, free_bytes}, debugging {python, cpp}, notes,
+        problems, seconds."""
+        return {
+            "ok": self.ok,
+            "state": self.state,
+            "workspace": str(self.workspace),
+            "checkout": str(self.checkout),
+            "checkout_kind": self.checkout_kind,
+            "commit": self.commit,
+            "commit_kind": self.commit_kind,
+            "head": self.head,
+            "tag": self.tag,
+            "remote": self.remote,
+            "torch_version": self.torch_version,
+            "python": self.python,
+            "build_prefix": self.build_prefix,
+            "has_debug_info": self.has_debug_info,
+            "actions": list(self.actions),
+            "ide_files": [f.to_json() for f in self.ide_files],
+            "gdb_file": str(self.gdb_file) if self.gdb_file else None,
+            "noxfile": str(self.noxfile) if self.noxfile else None,
+            "fetch": self.fetch.to_json() if self.fetch else None,
+            "reference": self.reference,
+            "disk": self.disk,
+            "debugging": self.debugging,
+            "notes": list(self.notes),
+            "problems": list(self.problems),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def begin(req: SetupRequest, env: torchenv.TorchEnv, state: str) -> SetupResult:
+    """A result for ``req`` from the probe of the installed torch, before any checkout work."""
+    assert env.torch is not None
+    return SetupResult(
+        workspace=req.root,
+        checkout=req.root / CHECKOUT_DIR,
+        checkout_kind=req.kind,
+        commit=env.commit.sha,
+        commit_kind=env.commit.kind,
+        head=None,
+        tag=env.commit.tag,
+        remote=req.remote,
+        torch_version=env.torch.version,
+        python=env.python.executable,
+        build_prefix=env.build_prefix.prefix,
+        has_debug_info=env.has_debug_info,
+        state=state,
+    )
