@@ -122,7 +122,6 @@ def test_an_a_a_run_on_every_pair_of_sides_claims_nothing(
     bench.write_text(AA)
     kinds = ["installed", "workspace", "commit:HEAD", str(other)]
     pairs = [(a, b) for i, a in enumerate(kinds) for b in kinds[i:]]
-    rows = []
 
     def run(a: str, b: str, label: str) -> None:
         done = onboard(
@@ -132,7 +131,13 @@ def test_an_a_a_run_on_every_pair_of_sides_claims_nothing(
         assert done.returncode == 0, (label, done.stderr[-3000:])
         data = json.loads(done.stdout)
         found = metrics(data)
-        rows.append((label, found))
+        wall, rss = found["wall_s"], found["peak_rss_mb"]
+        print(  # the numbers, for whoever reads the log (-s)
+            f"{label:36} wall {wall['median_a']:.2f}/{wall['median_b']:.2f} s "
+            f"B/A {wall['ratio']:.3f} [{wall['ci_low']:.3f}-{wall['ci_high']:.3f}] "
+            f"{wall['detail']}; rss B/A {rss['ratio']:.3f} {rss['detail']}",
+            flush=True,
+        )
         assert data["outputs"]["same"] is True, label
         assert data["environment"]["differences"] == [], (label, data["environment"])
         claimed = {n: m["detail"] for n, m in found.items() if m["verdict"] in CLAIMS}
@@ -142,15 +147,8 @@ def test_an_a_a_run_on_every_pair_of_sides_claims_nothing(
         run(a, b, f"{_name(a)} / {_name(b)}")
     # `onboard build` made a build: `workspace` is its venv's interpreter now.
     build = _interpreter_with_this_torch(root / ".nox" / "build")
-    (root / "pytorch" / "build").mkdir()
+    (root / "pytorch" / "build").mkdir(exist_ok=True)
     (root / "pytorch" / "build" / "CMakeCache.txt").write_text("")
     assert build.is_file()
     for b in kinds:
         run("workspace", b, f"workspace build / {_name(b)}")
-    for label, found in rows:  # the numbers, for whoever reads the log (-s)
-        wall, rss = found["wall_s"], found["peak_rss_mb"]
-        print(
-            f"{label:36} wall {wall['median_a']:.2f}/{wall['median_b']:.2f} s "
-            f"B/A {wall['ratio']:.3f} [{wall['ci_low']:.3f}-{wall['ci_high']:.3f}] "
-            f"{wall['detail']}; rss B/A {rss['ratio']:.3f} {rss['detail']}"
-        )

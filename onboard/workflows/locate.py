@@ -152,6 +152,8 @@ class LocateResult:
                 console.print(f"{indent}  [dim]{esc(loc.text.strip())}[/]")
             if loc.url:
                 console.print(f"{indent}  [blue]{esc(loc.url)}[/]")
+            if loc.copy:
+                console.print(f"{indent}  onboard's regenerated copy: {esc(loc.copy)}")
 
         if self.exc_type or self.message:
             head = f"{self.exc_type}: " if self.exc_type else ""
