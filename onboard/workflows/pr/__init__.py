@@ -165,9 +165,11 @@ class PrResult:
         if self.draft_backup:
             console.print(f"Your edited draft was kept as {self.draft_backup}.")
         if self.published is None:
-            console.print(Rule(f"{self.draft_path} (dry run: nothing sent)"))
+            title = f"{self.draft_path} (dry run: nothing sent)"
+            rule = min(console.width, max(100, len(title) + 8))  # a log has no width to fill
+            console.print(Rule(title), width=rule)
             console.print(escape(self.draft_text), markup=True, highlight=False)
-            console.print(Rule())
+            console.print(Rule(), width=rule)
             issue = f" --issue {self.issue}" if self.issue else ""
             if self.open_blocked:
                 console.print(f"Next: {escape(self.open_blocked)}")
