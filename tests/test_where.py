@@ -650,3 +650,19 @@ def test_the_index_child_writes_the_format_its_reader_accepts() -> None:
     child = Path(live_index.__file__).with_name("_live_index_child.py").read_text()
     written = _re.search(r"^FORMAT = (\d+)", child, _re.M)
     assert written is not None and int(written.group(1)) == live_index.FORMAT
+
+
+def test_an_entry_point_with_no_recorded_op_says_why_without_v(
+    clone_ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    assert run_cli(cli, ["where", "softmax", "--workspace", str(clone_ws)]) == 0
+    out = capsys.readouterr().out
+    unknown = [ln for ln in out.splitlines() if ln.rstrip().endswith("-> ?")]
+    assert unknown  # torch.softmax and Tensor.softmax take an int dim: no op on (t, t)
+    meta = torch.empty(2, device="meta")
+    with pytest.raises(TypeError) as info:
+        torch.softmax(meta, meta)  # type: ignore[call-overload]
+    assert f"failed: TypeError: {info.value}" in out
+    assert out.count("? = not recorded:") == len(unknown)

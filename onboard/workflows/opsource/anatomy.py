@@ -198,7 +198,14 @@ class WhereResult:
                     console.print(f"  {escape(e.name)}  [dim]{escape(e.kind)}[/]{escape(extra)}")
                     if e.binding:
                         console.print(f"      [dim]binding: {escape(e.binding)}[/]")
-                if e.call_error and verbose:
+                if not e.top_ops:  # "?": say why no op was recorded
+                    why = (
+                        f"the call on meta tensors failed: {e.call_error}"
+                        if e.call_error
+                        else "the call on meta tensors reached no aten op"
+                    )
+                    console.print(f"      [dim]? = not recorded: {escape(why)}[/]")
+                elif e.call_error and verbose:
                     console.print(f"      [dim]meta call: {escape(e.call_error)}[/]")
         console.print(f"\n[bold cyan]{NATIVE_FUNCTIONS}[/]")
         for y in self.yaml_entries:
