@@ -82,7 +82,7 @@ def test_a_compile_only_best_match_is_low_confidence_said_first(
     assert result.candidates, "the wheel has torch.compile's copy of the message"
     assert all(c.location.path.startswith("torch/_inductor/") for c in result.candidates)
     assert result.confidence == "low" and result.exit_code == 1
-    assert result.blind_spots[0].startswith("the best match runs only under torch.compile")
+    assert result.blind_spots[0].startswith("the best match (runs only under torch.compile")
     # The real site, from the binary's strings: the file the binary itself names.
     files = {c.file for c in result.compiled}
     assert files == {truth}, result.compiled

@@ -396,6 +396,11 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
                 f"in {ctx.checkout} has literal text matching this message (it may be built at "
                 "runtime, come from a third-party library, or be from another torch version)."
             )
+            if result.compiled:
+                result.explanation += (
+                    " Its text is in the installed torch's compiled libraries (below): the "
+                    "check is in a .cpp/.cu file this tree does not have."
+                )
             result.next_step = _certain_next_step(ctx, trace, result)
         else:
             result.explanation = (

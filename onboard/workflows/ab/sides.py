@@ -47,7 +47,8 @@ class Side:
     spec: str  # as given
     python: str
     what: str  # one line for the report
-    overlay: Path | None = None  # module -> [checkout file, installed file, search path]
+    # module -> [checkout file, installed file, search path, precompiled bytecode or None]
+    overlay: Path | None = None
     modules: list[str] = field(default_factory=list)  # the overlaid modules
     notes: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # set for this side's runs only
@@ -180,7 +181,9 @@ def _not_measured(ws: Workspace, base: str | None, rev: str | None) -> list[str]
 # left to fail in the run itself, with its traceback.
 _PRECOMPILE = """\
 import importlib.util, json, os, py_compile, sys
-modules, out, init = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+with open(sys.argv[1], encoding="utf-8") as fh:
+    modules = json.load(fh)
+out, init = sys.argv[2], sys.argv[3]
 def cached(path):
     return os.path.exists(importlib.util.cache_from_source(path))
 done = {}
@@ -204,8 +207,10 @@ def _precompile(
     if not modules:
         return {}
     out.mkdir(parents=True, exist_ok=True)
-    argv = [python, "-c", _PRECOMPILE, json.dumps(modules), str(out)]
-    result = proc.run([*argv, str(installed / "__init__.py")], cwd=out, timeout=600, check=False)
+    listed = out / "modules.json"  # a file: a far commit can change thousands
+    listed.write_text(json.dumps(modules), "utf-8")
+    argv = [python, "-c", _PRECOMPILE, str(listed), str(out), str(installed / "__init__.py")]
+    result = proc.run(argv, cwd=out, timeout=600, check=False)
     lines = result.stdout.strip().splitlines()
     done: dict[str, str] = json.loads(lines[-1]) if result.ok and lines else {}
     return done

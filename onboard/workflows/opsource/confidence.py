@@ -70,7 +70,7 @@ def judge(
     doubts: list[str] = []
     if best.reach != EAGER and all(m.reach != EAGER for m in group):
         doubts.append(
-            f"the best match {REACH_WHY[best.reach]}: it cannot have raised this in a plain "
+            f"the best match ({REACH_WHY[best.reach]}) cannot have raised this in a plain "
             "program, so the site that did is most likely one that was not searched or "
             "whose text differs"
         )
