@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from onboard.report import Reporter, Task
 
@@ -62,12 +62,72 @@ def _console_class() -> type[Console]:
     return QuietOnClosedPipe
 
 
+# Not a terminal (a pipe, a log, CI): no width to fit, so lines are never wrapped,
+# folded or cropped (rich would use 80 columns); the spaces rich pads lines with up
+# to that width are dropped (_WholeLines).
+UNBOUNDED_WIDTH = 10_000
+
+
+class _WholeLines:
+    """A text stream that passes lines on without the trailing spaces rich pads with."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *done, self._pending = (self._pending + text).split("\n")
+        if done:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in done))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending)
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self._stream, "encoding", "utf-8"))
+
+
+def _console(stderr: bool, **kwargs: Any) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        options = {"width": UNBOUNDED_WIDTH, "soft_wrap": True, **kwargs}
+        return _console_class()(file=cast("IO[str]", _WholeLines(stream)), **options)
+    return _console_class()(stderr=stderr, **kwargs)
+
+
 def stdout_console() -> Console:
-    return _console_class()(highlight=False, soft_wrap=True)
+    return _console(False, highlight=False, soft_wrap=True)
 
 
 def stderr_console() -> Console:
-    return _console_class()(stderr=True, highlight=False)
+    return _console(True, highlight=False)
+
+
+def is_unbounded(console: Console) -> bool:
+    """Whether ``console`` writes whole lines (not a terminal): renderables that fill the
+    width (a rule, a markdown heading) need a width of their own there."""
+    return console.width >= UNBOUNDED_WIDTH
+
+
+def markdown(console: Console, text: str) -> None:
+    """Markdown rendered on a terminal; elsewhere its source, whose lines are whole."""
+    if console.is_terminal:
+        from rich.markdown import Markdown
+
+        console.print(Markdown(text))
+    else:
+        console.print(text, markup=False, highlight=False)
 
 
 class JsonLike(Protocol):

@@ -340,3 +340,117 @@ def test_the_workspace_build_is_used_when_onboard_build_made_one(
     (ws.checkout_path / "build" / "CMakeCache.txt").write_text("")
     result = compare(script, ws=replace(ws), python=sys.executable, rounds=1)
     assert result.b.python == str(venv_python) and "workspace build" in result.b.what
+
+
+# The script's own oracle: Python's "compile" audit event (PEP 578) names every
+# source file compiled during the run; a torch module read from bytecode raises none.
+COMPILED_SCRIPT = """\
+import sys
+
+compiled = []
+
+
+def hook(event, args):
+    if event == "compile" and isinstance(args[1], str) and "torch" in args[1]:
+        compiled.append(args[1])
+
+
+sys.addaudithook(hook)
+import torch.work
+
+print("torch files compiled from source:", len(compiled))
+"""
+
+
+def _make_build(ws: workspace.Workspace) -> None:
+    """What `onboard build` leaves: the build venv's python and a CMake cache."""
+    venv_python = ws.root / ".nox" / "build" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(sys.executable)
+    (ws.checkout_path / "build").mkdir()
+    (ws.checkout_path / "build" / "CMakeCache.txt").write_text("")
+
+
+def _no_bytecode_writes(fake_torch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in many images: the installed torch has its bytecode (pip compiles at install),
+    and Python may not write any."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(fake_torch)], check=True)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+
+
+def test_an_a_a_run_on_every_pair_of_sides_starts_alike_without_writing_bytecode(
+    ws: workspace.Workspace,
+    fake_torch: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_bytecode_writes(fake_torch, monkeypatch)
+    script = tmp_path / "aa" / "aa.py"
+    script.parent.mkdir()
+    script.write_text(COMPILED_SCRIPT)
+    kinds = ["installed", "workspace", "commit:HEAD", sys.executable]
+    pairs = [(a, b) for i, a in enumerate(kinds) for b in kinds[i:]]
+    seen = []
+    for build in (False, True):
+        if build:  # `workspace` is now the workspace build
+            _make_build(ws)
+            pairs = [("workspace", b) for b in kinds]
+        for a, b in pairs:
+            result = compare(script, ws=ws, python=sys.executable, a=a, b=b, rounds=1)
+            told = f"A={a} B={b} (build={build})"
+            # Both sides read torch from bytecode: the script says so, identically.
+            assert result.same_output is True, (told, result.output_diff)
+            assert result.differences == [], (told, result.differences)
+            assert result.compiled["A"] == result.compiled["B"], told
+            seen.append(result.b.what)
+    assert any("workspace build" in b for b in seen)
+    assert any("module(s) from the checkout" in b for b in seen)
+    assert not list(ws.checkout_path.rglob("__pycache__"))
+
+
+def test_a_changed_module_is_read_from_bytecode_where_the_installed_one_is(
+    ws: workspace.Workspace, fake_torch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_bytecode_writes(fake_torch, monkeypatch)
+    (ws.checkout_path / "torch" / "work.py").write_text(WORK + "\nCHANGED = True\n")
+    script = tmp_path / "aa" / "aa.py"
+    script.parent.mkdir()
+    script.write_text(COMPILED_SCRIPT + "print(getattr(torch.work, 'CHANGED', False))\n")
+    result = compare(script, ws=ws, python=sys.executable, rounds=1)
+    assert result.b.modules == ["torch.work"]
+    assert result.same_output is False  # the code differs, and only the code
+    assert "+True" in result.output_diff
+    assert " torch files compiled from source: 0" in result.output_diff.splitlines()
+    assert result.differences == []
+    assert not list(ws.checkout_path.rglob("__pycache__"))
+
+
+def test_a_side_that_compiles_torch_on_every_run_is_said_before_the_numbers(
+    ws: workspace.Workspace,
+    fake_torch: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _no_bytecode_writes(fake_torch, monkeypatch)
+    empty = tmp_path / "empty-cache"
+    empty.mkdir()
+    wrapper = tmp_path / "python-elsewhere"  # the same interpreter, its cache somewhere empty
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -X pycache_prefix={empty} "$@"\n')
+    wrapper.chmod(0o755)
+    plain = tmp_path / "plain.py"
+    plain.write_text("import torch.work\nprint('ok')\n")
+    result = compare(plain, ws=ws, python=sys.executable, b=str(wrapper), rounds=2)
+    assert result.compiled["A"] == [1, 1]  # the script itself; torch from bytecode
+    many = result.compiled["B"][0]  # and torch/__init__.py, torch/work.py, the stdlib's
+    assert many >= 3 and result.compiled["B"] == [many, many]
+    text = " ".join(result.differences)
+    assert "where bytecode is cached" in text and str(empty) in text
+    assert f"a run on A compiles 1 Python file(s) from source, a run on B {many}" in text
+    assert result.to_json()["environment"]["same"] is False
+    code = run_cli(
+        cli, ["ab", str(plain), "--b", str(wrapper), "--rounds", "1", "--workspace", str(ws.root)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "A and B differ in more than the code" in out
+    assert out.index("differ in more than the code") < out.index("wall_s")

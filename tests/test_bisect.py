@@ -785,6 +785,54 @@ def test_wheels_then_commits(tmp_path: Path) -> None:
     assert not [m for m in reporter.messages if m.startswith("installing")]
 
 
+@pytest.mark.slow
+def test_wheels_run_inside_a_from_wheel_workspace(tmp_path: Path) -> None:
+    from onboard import workspace
+
+    repo, _culprit = _pkg_repo(tmp_path)
+    wheels = tmp_path / "wheels"
+    _build_wheels(repo, wheels)
+    # A workspace whose checkout is a reference tree (no history), as --from-wheel makes.
+    root = tmp_path / "ws"
+    checkout = root / "pytorch"
+    checkout.mkdir(parents=True)
+    git("init", "-q", "-b", "reference", checkout)
+    (checkout / "README").write_text("reference tree\n")
+    git("add", "-A", cwd=checkout)
+    git("commit", "-q", "-m", "Reference tree", cwd=checkout)
+    workspace.save(
+        workspace.Workspace(
+            root=root,
+            torch_version="1.3.0",
+            commit=None,
+            commit_kind="release",
+            build_prefix=None,
+            python=sys.executable,
+            checkout="pytorch",
+            checkout_kind=workspace.REFERENCE,
+        )
+    )
+    repro = tmp_path / "repro.py"
+    repro.write_text(f"import sys\nimport {_PKG}\nsys.exit(0 if {_PKG}.check() else 1)\n")
+    result = run_bisect(
+        repro,
+        good="1.0.0",
+        bad="1.3.0",
+        wheels=True,
+        package=_PKG,
+        find_links=str(wheels),
+        workspace_dir=str(root),
+        venv_root=tmp_path / "venvs",
+    )
+    w = result.wheels
+    assert w is not None and (w.last_old, w.first_new) == ("1.1.0", "1.2.0")
+    assert result.commits is None
+    assert any("reference tree" in n and "onboard setup NEW_DIR" in n for n in result.notes)
+    # Bisecting commits there is still refused: the tree has no history.
+    with pytest.raises(OnboardError, match="Bisecting commits"):
+        run_bisect(repro, good="HEAD~1", workspace_dir=str(root))
+
+
 def test_wheels_bounds_must_be_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     wheels = tmp_path / "wheels"

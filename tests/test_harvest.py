@@ -1122,3 +1122,39 @@ def test_a_blame_cache_of_the_wrong_shape_is_asked_again(small_repo: Path, tmp_p
     again = _harvest(small_repo, cache=cache, enrich_results=True, api_url="http://127.0.0.1:9")
     assert [i.blame for i in again.items] == [i.blame for i in first.items]
     assert all(isinstance(i.blame, dict) for i in again.items)
+
+
+def test_onboards_own_todos_are_not_listed_and_local_files_get_no_link(
+    small_repo: Path, tmp_path: Path
+) -> None:
+    # The workspace's installed commit is the checkout's first commit; a new-op branch
+    # then adds a file (with the scaffold's own TODO and the author's) and edits another.
+    root = _workspace(tmp_path, small_repo, reference=False)
+    config = ws_mod.load(root)
+    ws_mod.save(dataclasses.replace(config, commit=_git(small_repo, "rev-parse", "HEAD")))
+    _git(small_repo, "switch", "-q", "-c", "onboard/new-op-my_frac")
+    added = "aten/src/ATen/native/cpu/MyFracKernel.cpp"
+    (small_repo / added).parent.mkdir(parents=True, exist_ok=True)
+    (small_repo / added).write_text(
+        "// TODO(onboard new-op): the scalar path (the identity for now).\n"
+        "// TODO: vectorise the tail loop\n"
+    )
+    conv = small_repo / "torch/nn/modules/conv.py"
+    conv.write_text("# a line on top moves the others\n" + conv.read_text())
+    _git(small_repo, "add", "-A")
+    _git(small_repo, "commit", "-q", "-m", "my_frac")
+    result = hv.harvest(workspace=str(root), limit=0, enrich_results=False)
+    texts = [i.text for i in result.items]
+    # The truth: what each file holds, read here; and which files upstream has.
+    assert not [t for t in texts if "onboard new-op" in t]
+    assert "TODO: vectorise the tail loop" in texts
+    upstream = set(_git(small_repo, "ls-tree", "-r", "--name-only", "main").split())
+    changed = set(_git(small_repo, "diff", "--name-only", "main", "HEAD").split())
+    for item in result.items:
+        if item.path not in upstream:
+            assert item.url is None, item.path
+        elif item.path in changed:
+            assert item.url is not None and "#L" not in item.url, item.path
+        else:
+            assert item.url is not None and item.url.endswith(f"#L{item.line}"), item.path
+    assert {i.path for i in result.items} >= {added, "torch/nn/modules/conv.py"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.slow
 KERNEL = "aten/src/ATen/native/cpu/MyFracKernel.cpp"
 CU_KERNEL = "aten/src/ATen/native/cuda/MyFrac.cu"
 TEST_FILE = "test/test_my_frac.py"
+OPINFO = "torch/testing/_internal/common_methods_invocations.py"
 
 
 def steps(result: OpVerification) -> dict[str, tuple[str, str, str | None]]:
@@ -51,7 +53,22 @@ def frac_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[workspace.Work
     yield workspace.load(root)
 
 
-def test_the_scaffold_as_written_verifies(frac_ws: workspace.Workspace) -> None:
+MARKER = "TODO(onboard new-op)"
+
+
+def marked_lines(repo: Path) -> list[str]:
+    """path:line of every line the scaffold marked, by a plain text search."""
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "grep", "-n", "-F", MARKER],
+        capture_output=True,
+        text=True,
+    ).stdout
+    return sorted(":".join(row.split(":", 2)[:2]) for row in listed.splitlines())
+
+
+def test_the_scaffold_as_written_checks_out_but_is_not_written(
+    frac_ws: workspace.Workspace,
+) -> None:
     result = verify_op(frac_ws, "my_frac")
     got = steps(result)
     for name in (
@@ -75,7 +92,14 @@ def test_the_scaffold_as_written_verifies(frac_ws: workspace.Workspace) -> None:
         "docs build",
     ):
         assert got[name][0] == "not checked"
-    assert result.ok
+    # The placeholders compile and agree with the placeholder REFERENCE; they are
+    # still not written, and the report says where each one is.
+    status, detail, location = got["no new-op placeholder left"]
+    truth = marked_lines(frac_ws.checkout_path)
+    assert status == "failed" and not result.ok
+    assert truth and location == truth[0] and all(where in detail for where in truth)
+    for part in ("CPU kernel's math", "CUDA kernel's math", "derivative", "REFERENCE"):
+        assert part in detail
 
 
 def write_frac(repo: Path, scalar: str = "a - std::trunc(a)") -> Path:
@@ -98,6 +122,15 @@ def write_frac(repo: Path, scalar: str = "a - std::trunc(a)") -> Path:
         text,
     )
     kernel.write_text(text)
+    cu = repo / CU_KERNEL
+    cu.write_text(
+        re.sub(r"return a;  // TODO\(onboard new-op\).*", "return a - trunc(a);", cu.read_text())
+    )
+    for rel in ("tools/autograd/derivatives.yaml", "torch/_torch_docs.py", OPINFO):
+        path = repo / rel  # the derivative (1) and the rest are right as scaffolded
+        if path.is_file():
+            lines = path.read_text().splitlines(True)
+            path.write_text("".join(ln for ln in lines if MARKER not in ln))
     test = repo / TEST_FILE
     test.write_text(
         re.sub(
@@ -199,6 +232,53 @@ def test_a_binary_op_verifies(tmp_path: Path) -> None:
     scaffold(ws, "my_hypot2", kind="binary")
     result = verify_op(ws, "my_hypot2")
     got = steps(result)
-    assert result.ok, got
+    failed = [name for name, (status, _, _) in got.items() if status == "failed"]
+    assert failed == ["no new-op placeholder left"], got  # the scaffold as written
     assert got["numerics against REFERENCE"][0] == "passed"
     assert "`x + y`" in got["numerics against REFERENCE"][1]
+
+
+def test_integer_inputs_with_non_integer_results_point_at_the_meta_function(
+    tmp_path: Path,
+) -> None:
+    import torch
+    from test_new_op import make_workspace
+
+    from onboard.workflows.newop import scaffold
+
+    math = "x / (1 + x.abs())"
+    # The premise, from torch itself: on integers the math gives non-integer floats.
+    ints = torch.arange(-5, 6, dtype=torch.int64)
+    expected = eval(math, {"x": ints})
+    assert expected.is_floating_point() and bool((expected != expected.trunc()).any())
+
+    ws = make_workspace(tmp_path / "ws")
+    scaffold(ws, "my_softsign", kind="unary")
+    repo = ws.checkout_path
+    kernel = repo / "aten/src/ATen/native/cpu/MySoftsignKernel.cpp"
+    text = kernel.read_text()
+    vector = "[](Vectorized<scalar_t> a) { return a; }"
+    text = text.replace(
+        vector, vector.replace("a; }", "a / (a.abs() + Vectorized<scalar_t>(1)); }")
+    )
+    text = text.replace("{ return a; }", "{ return a / (1 + std::abs(a)); }")
+    kernel.write_text(text)
+    test = repo / "test/test_my_softsign.py"
+    test.write_text(
+        re.sub(r"^REFERENCE = .*$", f"REFERENCE = {math!r}", test.read_text(), flags=re.M)
+    )
+    meta = repo / "aten/src/ATen/native/MySoftsign.cpp"
+
+    status, detail, location = steps(verify_op(ws, "my_softsign"))["numerics against REFERENCE"]
+    assert status == "failed" and "int64" in detail
+    assert (
+        location
+        == f"aten/src/ATen/native/MySoftsign.cpp:{line_of(meta, 'build_borrowing_unary_op')}"
+    )
+    assert "build_borrowing_unary_float_op" in detail and "--like sin" in detail
+    assert "look at the" not in detail  # no kernel lambda can change the output dtype
+
+    # The hint is the fix: with a float-promoting meta function every dtype agrees.
+    edit(meta, "build_borrowing_unary_op(", "build_borrowing_unary_float_op(")
+    status, detail, _ = steps(verify_op(ws, "my_softsign"))["numerics against REFERENCE"]
+    assert status == "passed", detail

@@ -556,6 +556,20 @@ def test_open_pushes_to_the_fork_and_opens_a_draft(
     assert "Authorization" in posts[0].headers  # the token went to the API, and only there
 
 
+def test_open_refuses_a_branch_that_still_has_new_ops_placeholders(
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
+) -> None:
+    cu = "aten/src/ATen/native/cuda/MySoft.cu"
+    placeholder = "      return a;  // TODO(onboard new-op): match the CPU kernel\n"
+    _commit(repo, {cu: "// kernel\n" + placeholder}, "Add my_soft")
+    result = onboard_pr("--open", "--api-url", api.url, cwd=repo, env=_open_env())
+    assert result.returncode == 1, result.stderr
+    assert f"{cu}:2" in result.stderr and "Nothing was pushed" in result.stderr
+    assert _posts(api) == [] and _fork_branches(fork) == {}
+    dry = onboard_pr(cwd=repo)
+    assert dry.returncode == 1 and "Not written yet" in dry.stdout and f"{cu}:2" in dry.stdout
+
+
 def test_second_open_updates_the_same_pull_request(
     repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:

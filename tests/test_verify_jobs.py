@@ -146,3 +146,37 @@ def test_the_terminal_reporter_prints_plain_lines_off_a_terminal_and_nothing_qui
     terminal.check_started("aten::my_frac: nvcc")
     terminal.check_finished("aten::my_frac: nvcc", "failed", 2.0)
     assert "aten::my_frac: nvcc" in live.getvalue() and terminal._status is None
+
+
+def test_a_checks_progress_line_says_passed_when_its_rows_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onboard.workflows import verify
+
+    def rows(*statuses: str) -> verify.CheckFn:
+        def fn(ctx: verify.VerifyContext) -> list[verify.Check]:
+            return [verify.Check(f"row {i}", s, "") for i, s in enumerate(statuses)]
+
+        fn.__name__ = "_".join(s.replace(" ", "-") for s in statuses)
+        return fn
+
+    cases = [
+        (verify.PASSED, verify.NOT_CHECKED),  # a written op: the in-tree build is not checkable
+        (verify.NOT_CHECKED,),
+        (verify.PASSED, verify.FAILED, verify.NOT_CHECKED),
+    ]
+    monkeypatch.setattr(verify, "CHECK_MODULES", [])
+    monkeypatch.setattr(verify, "CHECKS", [rows(*c) for c in cases])
+    reporter = Reporter()
+    verify.run_checks(make_workspace(tmp_path / "ws"), reporter)
+    said = {m.split(": ", 1)[1].rsplit(" (", 1)[0]: m.split(": ", 1)[0] for m in reporter.messages}
+    for statuses in cases:
+        name = " ".join(s.replace(" ", "-") for s in statuses)
+        truth = (
+            "failed"
+            if verify.FAILED in statuses
+            else "passed"
+            if verify.PASSED in statuses
+            else "not checked"
+        )
+        assert said[name] == truth, (name, reporter.messages)

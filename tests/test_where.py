@@ -206,13 +206,47 @@ def test_where_reference_tree(reference_ws: Path) -> None:
     assert meta[0].registered_at is not None and meta[0].registered_at.in_checkout
 
 
+def _cpu_wrapper_from_a_cpp_trace() -> tuple[str, str]:
+    """(function, file) of mm's CPU kernel, as the binary names them in a C++ stack trace
+    (torch itself, at test time): `... &at::(anonymous namespace)::wrapper_CPU_mm> ...
+    from RegisterCPU_0.cpp:0`."""
+    code = (
+        "import torch\ntry:\n    torch.mm(torch.randn(2, 3), torch.randn(4, 5))\n"
+        "except RuntimeError as e:\n    print(e)\n"
+    )
+    env = {**os.environ, "TORCH_SHOW_CPP_STACKTRACES": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    mo = re.search(r"::(wrapper_CPU_\w+)>.* from (Register\w+\.cpp):", out)
+    assert mo, out[-2000:]
+    return mo.group(1), mo.group(2)
+
+
 @pytest.mark.slow
-def test_where_generated_regenerates_register_files(clone_ws: Path) -> None:
-    result = where("trunc", workspace=str(clone_ws), generated=True)
-    cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc")
-    assert cpu.location.local is not None
-    # the line the binary names is the backend's registration block
-    assert cpu.location.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
+def test_where_generated_shows_the_wrapper_the_binary_runs_and_the_copy_to_open(
+    clone_ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    function, filename = _cpu_wrapper_from_a_cpp_trace()
+    result = where("mm", workspace=str(clone_ws), generated=True)
+    cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::mm")
+    assert cpu.implementation == function
+    assert cpu.location.path == f"build/aten/src/ATen/{filename}"
+    assert cpu.location.text is not None and f" {function}(" in cpu.location.text
+    # the line the binary names is the backend's registration block, below the wrapper
+    assert cpu.registered_at is not None and cpu.registered_at.line is not None
+    assert cpu.registered_at.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
+    assert cpu.location.line is not None and cpu.location.line < cpu.registered_at.line
+    # the file is not in the checkout: the copy the user can open is named as such
+    assert not (clone_ws / "pytorch" / cpu.location.path).exists()
+    copy = cpu.location.copy
+    assert copy is not None and copy.endswith(f"{filename}:{cpu.location.line}")
+    lines = Path(copy.rsplit(":", 1)[0]).read_text().splitlines()
+    assert f" {function}(" in lines[cpu.location.line - 1]
+    assert run_cli(cli, ["where", "mm", "--workspace", str(clone_ws)]) == 0
+    out = capsys.readouterr().out
+    assert f"onboard's regenerated copy: {copy}" in out and function in out
+    assert "--generated` regenerates" not in out  # nothing left to regenerate for build/
 
 
 # --- kernels registered from Python ------------------------------------------------
@@ -393,7 +427,9 @@ def test_where_generated_with_an_unwritable_cache_regenerates_in_a_private_temp_
     result = where("trunc", workspace=str(clone_ws), generated=True)
     cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc")
     assert cpu.location.local is not None and Path(cpu.location.local).is_relative_to(temp)
-    assert cpu.location.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
+    assert cpu.implementation == "wrapper_CPU_trunc"
+    assert cpu.registered_at is not None
+    assert cpu.registered_at.text == "TORCH_LIBRARY_IMPL(aten, CPU, m) {"
 
 
 def test_where_from_inside_the_checkout_asks_the_installed_torch(
@@ -614,3 +650,19 @@ def test_the_index_child_writes_the_format_its_reader_accepts() -> None:
     child = Path(live_index.__file__).with_name("_live_index_child.py").read_text()
     written = _re.search(r"^FORMAT = (\d+)", child, _re.M)
     assert written is not None and int(written.group(1)) == live_index.FORMAT
+
+
+def test_an_entry_point_with_no_recorded_op_says_why_without_v(
+    clone_ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    assert run_cli(cli, ["where", "softmax", "--workspace", str(clone_ws)]) == 0
+    out = capsys.readouterr().out
+    unknown = [ln for ln in out.splitlines() if ln.rstrip().endswith("-> ?")]
+    assert unknown  # torch.softmax and Tensor.softmax take an int dim: no op on (t, t)
+    meta = torch.empty(2, device="meta")
+    with pytest.raises(TypeError) as info:
+        torch.softmax(meta, meta)  # type: ignore[call-overload]
+    assert f"failed: TypeError: {info.value}" in out
+    assert out.count("? = not recorded:") == len(unknown)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from onboard import proc, torchenv
 from onboard.errors import BadInput
 from onboard.report import Reporter
-from onboard.workflows.opsource import chain, checks, codegen, confidence, cpp_trace
+from onboard.workflows.opsource import chain, checks, codegen, compiled, confidence, cpp_trace
 from onboard.workflows.opsource.chain import Layer
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.paths import SourceLoc
@@ -104,6 +104,8 @@ class LocateResult:
     confidence: str = confidence.NONE
     blind_spots: list[str] = field(default_factory=list)
     diagnosis: list[Any] = field(default_factory=list)  # doctor findings for a failed import
+    # A reference tree without the site: the message's text in the compiled libraries.
+    compiled: list[compiled.CompiledText] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -129,6 +131,7 @@ class LocateResult:
             "confidence": self.confidence,
             "blind_spots": self.blind_spots,
             "diagnosis": [d.to_json() for d in self.diagnosis],
+            "compiled": [c.to_json() for c in self.compiled],
             "warnings": [w.to_json() for w in self.warnings],
             "python_frames": [f.to_json() for f in self.python_frames],
             "explanation": self.explanation,
@@ -153,6 +156,8 @@ class LocateResult:
                 console.print(f"{indent}  [dim]{esc(loc.text.strip())}[/]")
             if loc.url:
                 console.print(f"{indent}  [blue]{esc(loc.url)}[/]")
+            if loc.copy:
+                console.print(f"{indent}  onboard's regenerated copy: {esc(loc.copy)}")
 
         if self.exc_type or self.message:
             head = f"{self.exc_type}: " if self.exc_type else ""
@@ -188,6 +193,12 @@ class LocateResult:
             console.print(f"\n[bold red]{esc(finding.id)}[/]: {esc(finding.title)}")
             console.print(f"  [bold]why[/]: {esc(finding.why)}")
             console.print(f"  [bold]fix[/]: {esc(finding.fix)}")
+        if self.mode != "command" and self.verdict in (MATCHED, NO_MATCH):
+            # How sure, first: a single candidate can still be the wrong one.
+            console.print(f"\n[bold]Confidence: {esc(self.confidence)}[/]")
+            for spot in self.blind_spots:
+                console.print(f"  - {esc(spot)}")
+        self._render_compiled(console, esc)
         if self.candidates:
             console.print("\n[bold cyan]Check sites whose message matches, best first[/]")
             for c in self.candidates:
@@ -204,10 +215,6 @@ class LocateResult:
             hidden = self.candidates_total - len(self.candidates)
             if hidden > 0:
                 console.print(f"  [dim]... and {hidden} more matching sites, not shown[/]")
-        if self.mode != "command" and self.verdict in (MATCHED, NO_MATCH):
-            console.print(f"\n[bold]Confidence: {esc(self.confidence)}[/]")
-            for spot in self.blind_spots:
-                console.print(f"  - {esc(spot)}")
         warned = [w for w in self.warnings if self.check is None or w.location != self.check]
         if warned:
             console.print("\n[bold cyan]Warnings raised inside torch[/]")
@@ -221,6 +228,24 @@ class LocateResult:
         if self.next_step:
             console.print(f"\n[yellow]Next:[/] {esc(self.next_step)}")
         reviews_hint.show(console, self)
+
+    def _render_compiled(self, console: Console, esc: Any) -> None:
+        if not self.compiled:
+            return
+        console.print("\n[bold cyan]In the installed torch's compiled libraries[/]")
+        for c in self.compiled:
+            console.print(f"  [bold]{esc(c.library)}[/] holds the text [dim]{esc(repr(c.text))}[/]")
+            if c.file:
+                console.print(
+                    f"    probably from [bold]{esc(c.file)}[/] (the nearest build path on both "
+                    "sides of the text; the line is not in the binary)"
+                )
+                if c.url:
+                    console.print(f"    [blue]{esc(c.url)}[/]")
+            else:
+                near = sorted({p for p in (c.before, c.after) if p})
+                said = f" (the build paths next to it: {', '.join(near)})" if near else ""
+                console.print(f"    its source file cannot be told from the binary{esc(said)}")
 
 
 _SURE = (confidence.CERTAIN, confidence.HIGH)
@@ -380,6 +405,11 @@ def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> 
                 f"in {ctx.checkout} has literal text matching this message (it may be built at "
                 "runtime, come from a third-party library, or be from another torch version)."
             )
+            if result.compiled:
+                result.explanation += (
+                    " Its text is in the installed torch's compiled libraries (below): the "
+                    "check is in a .cpp/.cu file this tree does not have."
+                )
             result.next_step = _certain_next_step(ctx, trace, result)
         else:
             result.explanation = (
@@ -520,6 +550,14 @@ def _match_message(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResul
     )
     result.confidence = judged.confidence
     result.blind_spots = list(judged.blind_spots)
+    if ctx.ws.is_reference and (not matches or matches[0].reach != checks.EAGER):
+        # The site is likely in a .cpp/.cu file this tree lacks: ask the binary.
+        prefix = ctx.ws.build_prefix or "/__w/pytorch/pytorch"
+        libs = compiled.libraries(ctx.python)
+        result.compiled = [
+            replace(c, url=ctx.ws.github_url(c.file, None) if c.file else None)
+            for c in compiled.search(libs, trace.message, prefix)
+        ]
     best = checks.tied(matches)
     result.candidates_total = len(matches)
     for m in matches[: max(SHOWN, min(len(best), SHOWN_TIES))]:

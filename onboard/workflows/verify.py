@@ -144,6 +144,14 @@ class VerifyResult:
         )
 
 
+def summary_status(checks: list[Check]) -> str:
+    """One word for a check's rows: failed if any failed, else passed if any passed (rows
+    that cannot be checked on this machine say so in the table, not here), else not
+    checked."""
+    statuses = {c.status for c in checks}
+    return next((s for s in (FAILED, PASSED, NOT_CHECKED) if s in statuses), "done")
+
+
 def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> VerifyResult:
     """Every registered check, side by side (they are independent; the heavy ones
     share the machine's cores through onboard.workflows.newop.jobs), reported in
@@ -163,9 +171,7 @@ def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> Ver
         except Exception as exc:  # noqa: BLE001 - one broken check must not hide the others
             got = Check(name, FAILED, f"the check itself crashed: {type(exc).__name__}: {exc}")
         checks = got if isinstance(got, list) else [got]
-        statuses = {c.status for c in checks}
-        worst = next((s for s in (FAILED, NOT_CHECKED, PASSED) if s in statuses), "done")
-        ctx.reporter.check_finished(name, worst, time.monotonic() - start)
+        ctx.reporter.check_finished(name, summary_status(checks), time.monotonic() - start)
         return checks
 
     result = VerifyResult(ws.root)

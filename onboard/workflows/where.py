@@ -347,12 +347,20 @@ def _where(
         python_side = entries_answer.get("python_kernels", {}).get(op) or {}
         result.dispatch.extend(_registrations(ctx, op, text, python_side, generated))
         python_sites.extend(_python_only_kernels(ctx, op, text, python_side))
-    if any(r.location.generated and not r.location.local for r in result.dispatch):
+    unread = {r.location.path for r in result.dispatch if r.location.generated}
+    unread -= {r.location.path for r in result.dispatch if r.location.local}
+    if any(p.startswith(codegen.GENERATED_ATEN) for p in unread):
         result.notes.append(
             "Files under build/ and torch/csrc/autograd/generated/ are written by the build's "
             "code generation and are not in git. `onboard where "
             f"{op_base} --generated` regenerates build/aten/src/ATen with torchgen (cached per "
             "commit) to show those lines."
+        )
+    elif unread:
+        result.notes.append(
+            "Files under torch/csrc/autograd/generated/ are written by the build's autograd "
+            "code generation (tools/autograd), which --generated does not rerun: their lines "
+            "are as the binary names them, with no text."
         )
 
     # Kernels in the checkout.
@@ -421,6 +429,14 @@ def _registrations(
                     registered_at=at,
                     implementation=fn["name"],
                     via=kernel.get("via"),
+                )
+            )
+            continue
+        made = codegen.wrapper_at(smap, at, op)
+        if made is not None:  # the wrapper torchgen wrote, not its registration block
+            out.append(
+                Registration(
+                    op, reg.key, made[1], reg.alias, reg.inactive, at, implementation=made[0]
                 )
             )
             continue

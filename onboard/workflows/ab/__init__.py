@@ -7,7 +7,10 @@ every verdict to be clear or until ``--budget`` is spent. The script's output
 other than its ``name=value`` lines is compared first: a faster wrong answer is
 not an improvement. Then for the wall time, the peak RSS and each number the
 script printed: median A, median B, B/A with a 95% bootstrap interval, and a
-verdict (``stats``). How noisy the machine was is measured and said.
+verdict (``stats``). How noisy the machine was is measured and said, and so is
+anything besides the code in which A and B differ (``startup``: the interpreter,
+the environment, bytecode read from a cache on one side and compiled on every
+run on the other), first, since such a difference is measured as a change.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
 from onboard.report import Reporter
-from onboard.workflows.ab import runs, sides, stats
+from onboard.workflows.ab import runs, sides, startup, stats
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,7 +79,8 @@ class ABResult:
     diff, note}), ``metrics`` [{name, median_a, median_b, ratio, ci_low, ci_high,
     verdict, clear, detail, a, b}], ``script_metrics`` (bool: the script printed
     name=value lines), ``noise`` ({spread_a, spread_b, load_before, load_after,
-    cores, noisy, warning}), ``notes``, ``seconds``."""
+    cores, noisy, warning}), ``environment`` ({same, differences: [line], compiled_a,
+    compiled_b: .py files each run compiled from source}), ``notes``, ``seconds``."""
 
     script: Path
     args: list[str]
@@ -89,6 +93,8 @@ class ABResult:
     output_diff: str = ""
     output_note: str = ""
     noise: dict[str, Any] = field(default_factory=dict)
+    differences: list[str] = field(default_factory=list)  # besides the code (startup)
+    compiled: dict[str, list[int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -114,6 +120,12 @@ class ABResult:
             "metrics": [m.to_json() for m in self.metrics],
             "script_metrics": any(m.name not in _OWN for m in self.metrics),
             "noise": self.noise,
+            "environment": {
+                "same": not self.differences,
+                "differences": self.differences,
+                "compiled_a": self.compiled.get("A", []),
+                "compiled_b": self.compiled.get("B", []),
+            },
             "notes": self.notes,
             "seconds": round(self.seconds, 2),
         }
@@ -124,6 +136,18 @@ class ABResult:
 
         console.print(f"[bold]A[/] = {escape(self.a.what)}")
         console.print(f"[bold]B[/] = {escape(self.b.what)}")
+        if self.differences:
+            console.print(
+                "[bold yellow]A and B differ in more than the code[/], and the numbers below "
+                "measure that too:"
+            )
+            for line in self.differences:
+                console.print(f"  [yellow]-[/] {escape(line)}")
+        elif verbose:
+            console.print(
+                "[dim]A and B start alike: the same interpreter and flags, the same "
+                "environment, the same number of files compiled from source per run.[/]"
+            )
         if self.same_output is False:
             console.print(
                 "[bold red]The script's output differs between A and B[/] (a faster wrong "
@@ -280,7 +304,7 @@ def compare(
     specs = {"A": sides.check_spec(a), "B": sides.check_spec(b)}
     cwd = runs.cwd_for(script)
     load_before = os.getloadavg()[0]
-    with sides.prepared(specs, ws, python) as (prepared, work):
+    with sides.prepared(specs, ws, python) as (prepared, _work):
         side_a, side_b = prepared
         result = ABResult(script, list(args or []), side_a, side_b, budget=budget)
         by_label = {"A": side_a, "B": side_b}
@@ -291,7 +315,6 @@ def compare(
                 script,
                 result.args,
                 cwd=cwd,
-                pycache=work / "pycache",
                 timeout=timeout,
             )
 
@@ -301,6 +324,14 @@ def compare(
     result.same_output, result.output_diff, result.output_note = _outputs(warm + done)
     result.metrics = _metrics(done)
     result.noise = _noise(done, load_before, os.getloadavg()[0])
+    result.compiled = {
+        s: [r.compiled for r in done if r.side == s and r.compiled is not None] for s in "AB"
+    }
+    result.differences = startup.differences(
+        {"A": side_a.interpreter, "B": side_b.interpreter},
+        {"A": side_a.env, "B": side_b.env},
+        result.compiled,
+    )
     if not any(m.name not in _OWN for m in result.metrics):
         result.notes.append(
             "the script printed no name=value lines, so only the wall time and peak RSS of "

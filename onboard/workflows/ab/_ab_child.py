@@ -7,12 +7,17 @@
 # Python sources side by side), done without writing a file into either tree.
 # Such a module's __file__ stays the installed path, because torch finds its
 # libraries next to __file__; its code (and tracebacks) come from the checkout.
+# Where the installed torch reads its modules from cached bytecode, so does the
+# overlay: onboard compiled those modules beforehand into the run's own folder
+# (none is written into the checkout), so both sides pay the same start-up.
 #
 # Then the script runs as `python script.py ARGS` would (its folder first on
 # sys.path). At exit, one line after MARKER on stderr: the peak RSS of this
-# process and its children, and, when the script used CUDA,
-# torch.cuda.max_memory_allocated(). Kept to Python 3.8 syntax: the other side
-# may be another interpreter.
+# process and its children, the number of .py files compiled from source
+# during the run (the "compile" audit event, PEP 578: a side that compiles
+# torch's Python on every run is measured against one that reads bytecode),
+# and, when the script used CUDA, torch.cuda.max_memory_allocated(). Kept to
+# Python 3.8 syntax: the other side may be another interpreter.
 import atexit
 import json
 import os
@@ -36,8 +41,13 @@ if config.get("overlay"):
             entry = MODULES.get(fullname)
             if entry is None:
                 return None
-            source, installed, search = entry
-            loader = importlib.machinery.SourceFileLoader(fullname, source)
+            source, installed, search, bytecode = entry
+            # Compiled beforehand when it can be: tracebacks still name the checkout file.
+            loader = (
+                importlib.machinery.SourcelessFileLoader(fullname, bytecode)
+                if bytecode
+                else importlib.machinery.SourceFileLoader(fullname, source)
+            )
             return importlib.util.spec_from_file_location(
                 fullname, installed or source, loader=loader, submodule_search_locations=search
             )
@@ -45,10 +55,21 @@ if config.get("overlay"):
     sys.meta_path.insert(0, CheckoutSources())
 
 
+COMPILED = [0]
+
+
+def count_compiled(event, args):
+    if event == "compile" and isinstance(args[1], str) and args[1].endswith(".py"):
+        COMPILED[0] += 1
+
+
+sys.addaudithook(count_compiled)
+
+
 def report():
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    data = {"maxrss_kb": max(own, children)}
+    data = {"maxrss_kb": max(own, children), "compiled": COMPILED[0]}
     torch = sys.modules.get("torch")
     if torch is not None:
         try:

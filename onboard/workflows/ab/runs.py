@@ -30,6 +30,7 @@ class Run:
     seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
     output: tuple[str, ...] = ()  # stdout lines that are not metrics
+    compiled: int | None = None  # .py files compiled from source in the run (not from bytecode)
 
 
 class RunFailed(OnboardError):
@@ -48,8 +49,8 @@ def parse_output(stdout: str) -> tuple[dict[str, float], tuple[str, ...]]:
     return metrics, tuple(rest)
 
 
-def _report(stderr: str) -> tuple[dict[str, float], str]:
-    """(the child's exit report, stderr without it)."""
+def _report(stderr: str) -> tuple[dict[str, float], str, int | None]:
+    """(the child's exit report, stderr without it, .py files it compiled)."""
     kept, found = [], {}
     for line in stderr.splitlines():
         if line.startswith(MARKER):
@@ -62,27 +63,23 @@ def _report(stderr: str) -> tuple[dict[str, float], str]:
         metrics[PEAK_RSS] = found["maxrss_kb"] / 1024
     if "cuda_max_memory_allocated" in found:
         metrics[CUDA_MEMORY] = found["cuda_max_memory_allocated"] / 2**20
-    return metrics, text
+    compiled = found.get("compiled")
+    return metrics, text, int(compiled) if compiled is not None else None
 
 
-def run_once(
-    side: Side, script: Path, args: list[str], *, cwd: Path, pycache: Path, timeout: float
-) -> Run:
+def run_once(side: Side, script: Path, args: list[str], *, cwd: Path, timeout: float) -> Run:
     config = {
         "script": str(script),
         "args": args,
         "overlay": str(side.overlay) if side.overlay else None,
     }
-    extra = {}
-    if side.overlay is not None:  # never write .pyc files into the checkout or a worktree
-        extra["PYTHONPYCACHEPREFIX"] = str(pycache)
     child = Path(__file__).with_name("_ab_child.py")
     command = f"{side.python} {script} {' '.join(args)}".strip()
     try:
         result = proc.run(
             [side.python, str(child), json.dumps(config)],
             cwd=cwd,
-            env=proc.environ(extra),
+            env=proc.environ(side.env),
             timeout=timeout,
             check=False,
             what=f"The script on {side.label} ({side.spec})",
@@ -93,7 +90,7 @@ def run_once(
             "no verdict.",
             next_step="Make the script shorter, or raise --timeout.",
         ) from None
-    own, stderr = _report(result.stderr)
+    own, stderr, compiled = _report(result.stderr)
     if result.returncode != 0:
         lines = stderr.splitlines()[-_TAIL:] or ["(no output on stderr)"]
         tail = "\n".join("    " + line for line in lines)
@@ -108,7 +105,7 @@ def run_once(
     clash = set(metrics) & set(measured)
     for name in clash:  # the script's own number of that name wins; ours is renamed
         measured[f"onboard_{name}"] = measured.pop(name)
-    return Run(side.label, result.seconds, {**measured, **metrics}, rest)
+    return Run(side.label, result.seconds, {**measured, **metrics}, rest, compiled)
 
 
 def cwd_for(script: Path) -> Path:

@@ -10,6 +10,11 @@
   to compiled sources are listed as not measured.
 - a path: another interpreter, with its own torch.
 
+Every side runs in the same environment and the overlay costs no more to import
+than the installed files it replaces: where the installed torch reads cached
+bytecode, the overlaid modules are compiled beforehand into the run's folder
+(``startup`` checks what still differs).
+
 ``prepared`` makes the sides and removes, in a ``finally``, exactly the
 worktrees and the folder it made (Ctrl-C and SIGTERM included).
 """
@@ -27,6 +32,7 @@ from pathlib import Path
 
 from onboard import git, proc
 from onboard.errors import BadInput, NoWorkspace, OnboardError
+from onboard.workflows.ab import startup
 from onboard.workspace import Workspace
 
 INSTALLED = "installed"
@@ -41,9 +47,12 @@ class Side:
     spec: str  # as given
     python: str
     what: str  # one line for the report
-    overlay: Path | None = None  # module -> [checkout file, installed file, search path]
+    # module -> [checkout file, installed file, search path, precompiled bytecode or None]
+    overlay: Path | None = None
     modules: list[str] = field(default_factory=list)  # the overlaid modules
     notes: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # set for this side's runs only
+    interpreter: dict[str, object] = field(default_factory=dict)  # startup.interpreter()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -53,6 +62,8 @@ class Side:
             "what": self.what,
             "overlaid_modules": self.modules,
             "notes": self.notes,
+            "env": self.env,
+            "interpreter": self.interpreter,
         }
 
 
@@ -163,6 +174,48 @@ def _not_measured(ws: Workspace, base: str | None, rev: str | None) -> list[str]
     return [p for p in changed if needs_rebuild(p)]
 
 
+# Run by the side's interpreter: compile each overlaid module where the installed
+# counterpart is read from cached bytecode (or Python may write one: the
+# installed side then has it from its warm-up run on), so that the overlay
+# imports as fast as the files it replaces. A module that does not compile is
+# left to fail in the run itself, with its traceback.
+_PRECOMPILE = """\
+import importlib.util, json, os, py_compile, sys
+with open(sys.argv[1], encoding="utf-8") as fh:
+    modules = json.load(fh)
+out, init = sys.argv[2], sys.argv[3]
+def cached(path):
+    return os.path.exists(importlib.util.cache_from_source(path))
+done = {}
+for name, (source, installed, _search) in modules.items():
+    if sys.dont_write_bytecode and not cached(installed or init):
+        continue
+    target = os.path.join(out, name + ".pyc")
+    try:
+        py_compile.compile(source, cfile=target, dfile=source, doraise=True)
+    except py_compile.PyCompileError:
+        continue
+    done[name] = target
+print(json.dumps(done))
+"""
+
+
+def _precompile(
+    python: str, modules: dict[str, list[object]], installed: Path, out: Path
+) -> dict[str, str]:
+    """module -> its bytecode file, for the overlaid modules that should read bytecode."""
+    if not modules:
+        return {}
+    out.mkdir(parents=True, exist_ok=True)
+    listed = out / "modules.json"  # a file: a far commit can change thousands
+    listed.write_text(json.dumps(modules), "utf-8")
+    argv = [python, "-c", _PRECOMPILE, str(listed), str(out), str(installed / "__init__.py")]
+    result = proc.run(argv, cwd=out, timeout=600, check=False)
+    lines = result.stdout.strip().splitlines()
+    done: dict[str, str] = json.loads(lines[-1]) if result.ok and lines else {}
+    return done
+
+
 def _overlay_side(
     label: str,
     spec: str,
@@ -174,6 +227,9 @@ def _overlay_side(
     compiled: list[str],
 ) -> Side:
     modules = module_map(source, installed)
+    bytecode = _precompile(python, modules, installed, work / f"bytecode-{label}")
+    for name, entry in modules.items():
+        entry.append(bytecode.get(name))
     path = work / f"overlay-{label}.json"
     path.write_text(json.dumps(modules), "utf-8")
     names = sorted(modules)
@@ -228,6 +284,8 @@ def prepared(
     added: list[tuple[Path, Path]] = []  # (repo, worktree) this run made
     try:
         sides = [_make(label, spec, ws, python, work, added) for label, spec in specs.items()]
+        for side in sides:
+            side.interpreter = startup.interpreter(side.python, work, proc.environ(side.env))
         yield sides, work
     finally:
         for repo, tree in added:

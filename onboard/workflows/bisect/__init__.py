@@ -92,6 +92,8 @@ def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool
             "history to bisect), or run `onboard setup DIR` to make one.",
         )
     if ws is not None:
+        if ws.is_reference and wheels:
+            return None  # a release bisect needs no checkout; run_bisect says why it stops there
         if ws.is_reference:
             raise OnboardError(
                 ws.limitation("Bisecting commits") or "This workspace cannot be bisected.",
@@ -269,9 +271,18 @@ def run_bisect(
             )
             w = result.wheels
             if repo_root is None:
+                tags = f"v{_public(w.last_old)} and v{_public(w.first_new)}"
+                if ws is not None and ws.is_reference:
+                    result.notes.append(
+                        f"The commit level between {tags} was not run: this workspace's checkout "
+                        "is the reference tree rebuilt from the wheel, which has no history. "
+                        "Make a full checkout (`onboard setup NEW_DIR`) and pass it as --repo, "
+                        "or run this again inside that workspace."
+                    )
+                    return result
                 result.notes.append(
                     "No repository to continue at the commit level: pass --repo with a checkout "
-                    f"that has the v{_public(w.last_old)} and v{_public(w.first_new)} tags."
+                    f"that has the {tags} tags."
                 )
                 return result
             old_ref, new_ref = f"v{_public(w.last_old)}", f"v{_public(w.first_new)}"

@@ -334,8 +334,11 @@ def harvest(
                 f"{lookup.unchecked} linked issue(s) ranked without state and labels"
             )
     shown = list(matched) if limit == 0 else list(matched[:limit])
+    from onboard.workflows.harvest.links import local_changes
+
+    changes = local_changes(target, s.head, cache_dir, reuse=s.cache == "tree") if shown else {}
     for item in shown:
-        item.url = target.url(item.path, item.line)
+        item.url = target.url(item.path, item.line, changes)
     if enrich_results and shown:
         hist = enrich.history(
             target.root, is_reference=target.kind == "reference", head=s.head, cache=cache_dir

@@ -45,6 +45,15 @@ class Form(NamedTuple):
     body: str  # the words after the tag and its parenthesis
 
 
+# `onboard new-op` marks what the op's author still has to write with this owner.
+ONBOARD_OWNER = "onboard new-op"
+
+
+def onboards_own(text: str) -> bool:
+    """A TODO onboard itself wrote (``TODO(onboard new-op): ...``), not one of the tree's."""
+    return f"({ONBOARD_OWNER})" in text
+
+
 def parse(text: str) -> Form:
     """Tag, owner, linked issues and ids of a comment's text."""
     match = TAG_RE.search(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,8 +16,22 @@ class Target:
     ws: ws_mod.Workspace | None  # the workspace whose checkout this is, if any
     kind: str  # "reference" / "clone" / "checkout" (a repo not made by onboard)
 
-    def url(self, path: str, line: int | None = None) -> str | None:
-        return self.ws.github_url(path, line) if self.ws is not None else None
+    def url(
+        self, path: str, line: int | None = None, changes: Mapping[str, str] | None = None
+    ) -> str | None:
+        """The file at the installed commit on GitHub: none for a file only this checkout
+        has (a new-op branch's), no line anchor for one changed here (its lines moved).
+        ``changes``: what differs from that commit (``links.local_changes``), else asked."""
+        if self.ws is None:
+            return None
+        if changes is None:
+            from onboard.workflows.opsource.paths import SourceMap
+
+            changes = SourceMap(self.ws).local_changes()
+        change = changes.get(path)
+        if change == "added":
+            return None
+        return self.ws.github_url(path, line if change is None else None)
 
 
 def resolve_target(workspace: str | None, repo: str | None) -> Target:

@@ -202,8 +202,9 @@ class PracticeResult:
         }
 
     def render(self, console: Console, verbose: bool) -> None:
-        from rich.markdown import Markdown
         from rich.markup import escape
+
+        from onboard.console import markdown
 
         if self.dry_run:
             print_dry_run(console, self.diff, len(self.plan.changes))
@@ -220,7 +221,7 @@ class PracticeResult:
         for note in self.plan.notes:
             console.print(f"[dim]note:[/] {escape(note)}")
         if self.guide and (verbose or not self.dry_run):
-            console.print(Markdown(self.guide.split("\n", 1)[1]))
+            markdown(console, self.guide.split("\n", 1)[1])
         for step in self.next_steps:
             console.print(f"next: {escape(step)}")
 

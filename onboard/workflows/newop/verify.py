@@ -15,7 +15,10 @@ scaffolded op without building PyTorch").
    ``torch.library.opcheck``.
 5. With nvcc on PATH: a compile-only check of the .cu with stand-in headers for
    the CUDA libraries a CPU machine lacks.
-6. What was not verified, said plainly.
+6. Every placeholder the scaffold wrote (``TODO(onboard new-op)``) has been
+   written: a placeholder kernel checked against a placeholder REFERENCE passes
+   every numeric check, so this is what says the op is not written yet.
+7. What was not verified, said plainly.
 
 Every failure names the file and line to look at. The steps are jobs
 (``jobs.run_jobs``): the parse, nvcc and the full codegen start at once, the
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard.report import Reporter
-from onboard.workflows.newop import jobs, sites, torchgen_checks
+from onboard.workflows.newop import jobs, placeholders, sites, torchgen_checks
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop.names import NATIVE_YAML
 from onboard.workflows.newop.steps import (
@@ -59,11 +62,13 @@ from onboard.workflows.newop.toolchain import (
 )
 
 if TYPE_CHECKING:
+    from onboard.workflows.newop.family import Family
     from onboard.workspace import Workspace
 
 __all__ = ["OpVerification", "Step", "scaffolded_ops", "verify_op"]
 
 COMPILE_STEP = "compile (CPU, out of tree)"
+WRITTEN_STEP = "no new-op placeholder left"
 NUMERICS_STEP = "numerics against REFERENCE"
 NOT_VERIFIED = (
     (
@@ -226,7 +231,16 @@ class _OpCheck:
         if payload.get("reference_error"):
             steps.append(Step(NUMERICS_STEP, FAILED, payload["reference_error"], ref_loc))
             return steps
-        steps.append(numerics(self.checkout, payload["cases"], kernel, ref_loc, expression))
+        steps.append(
+            numerics(
+                self.checkout,
+                payload["cases"],
+                kernel,
+                ref_loc,
+                expression,
+                meta=(meta_impl, self.manifest.family),
+            )
+        )
         steps += meta_and_opcheck(self.checkout, payload["checks"], meta_impl)
         return steps
 
@@ -273,7 +287,9 @@ class _OpCheck:
         out = OpVerification(self.name)
         for result in results.values():
             out.steps += result if isinstance(result, list) else [result]
+        out.steps.append(written(self.checkout, self.manifest))
         order = [
+            WRITTEN_STEP,
             torchgen_checks.PARSE_STEP,
             torchgen_checks.DERIVATIVES_STEP,
             "stub and impl consistent across files",
@@ -346,6 +362,25 @@ def consistency(checkout: Path, name: str, files: dict[str, str], facts: dict[st
     )
 
 
+def written(checkout: Path, manifest: manifests.Manifest) -> Step:
+    """Whether any part is still the scaffold's placeholder (``placeholders``)."""
+    found = placeholders.unwritten(checkout, manifest)
+    if not found:
+        return Step(
+            WRITTEN_STEP,
+            PASSED,
+            f"none of the scaffold's {placeholders.MARKER} placeholders is left as new-op wrote it",
+        )
+    return Step(
+        WRITTEN_STEP,
+        FAILED,
+        f"not written yet, still as new-op wrote them: {placeholders.summary(found)}. Write "
+        f"each and delete its {placeholders.MARKER} line (delete the line alone where the "
+        "placeholder is already right)",
+        found[0].location,
+    )
+
+
 def meta_and_opcheck(checkout: Path, checks: dict[str, Any], meta_impl: str) -> list[Step]:
     """The meta device and torch.library.opcheck, as the compile child found them."""
     meta = checks["meta"]
@@ -370,9 +405,15 @@ def meta_and_opcheck(checkout: Path, checks: dict[str, Any], meta_impl: str) -> 
 
 
 def numerics(
-    checkout: Path, cases: list[dict[str, Any]], kernel: str, ref_loc: str, expression: str
+    checkout: Path,
+    cases: list[dict[str, Any]],
+    kernel: str,
+    ref_loc: str,
+    expression: str,
+    meta: tuple[str, Family] | None = None,
 ) -> Step:
-    """The kernel against REFERENCE; a failure points at the lambda that computed it."""
+    """The kernel against REFERENCE; a failure points at the lambda that computed it, or,
+    when integer inputs give non-integer results, at the meta function (``promotion``)."""
     failed = [c for c in cases if not c.get("ok")]
     unsupported = sorted({c["dtype"] for c in cases if c.get("unsupported")})
     checked = sorted(
@@ -407,9 +448,43 @@ def numerics(
         f"({ref_loc}): {', '.join(shown)}{' ...' if len(failed) > 6 else ''}; first: "
         f"{first.get('error', '')}"
     )
-    if first["variant"] != "reference":
+    promoted = promotion(checkout, failed, meta)
+    if promoted is not None:
+        said, at = promoted
+        detail += f". {said}"
+        if first.get("fraction_example"):
+            where = at
+    elif first["variant"] != "reference":
         detail += f" - look at the {lane} lambda"
     return Step(NUMERICS_STEP, FAILED, detail, where)
+
+
+def promotion(
+    checkout: Path, failed: list[dict[str, Any]], meta: tuple[str, Family] | None
+) -> tuple[str, str] | None:
+    """(the hint, where) when REFERENCE gives non-integer results for integer inputs and
+    the op returns an integer tensor: the output dtype is the meta function's choice
+    (the TensorIterator it builds), so no kernel lambda can fix it."""
+    case = next((c for c in failed if c.get("fraction_example")), None)
+    if case is None or meta is None or "float" in str(case.get("actual_dtype")):
+        return None
+    meta_impl, family = meta
+    builder = family.meta_builder
+    arity = "unary" if family.kind == "unary" else "binary"
+    wanted = f"build_borrowing_{arity}_float_op"
+    line = first_line_of(checkout / meta_impl, builder) or first_line_of(
+        checkout / meta_impl, "TORCH_META_FUNC"
+    )
+    like = "sin" if family.kind == "unary" else "atan2"
+    said = (
+        f"On {case['dtype']} inputs REFERENCE gives non-integer results "
+        f"({case['fraction_example']}, {case.get('expected_dtype')}) but the op returns "
+        f"{case.get('actual_dtype')}: the output dtype is the meta function's, not a kernel "
+        f"lambda's. Make it a float-promoting {arity} op: {builder} -> {wanted} in "
+        f"{loc(meta_impl, line)} (as aten::{like}'s meta function does; `onboard new-op NAME "
+        f"--like {like}` scaffolds that form), or make REFERENCE keep the integer dtype"
+    )
+    return said, loc(meta_impl, line)
 
 
 def compile_failure(

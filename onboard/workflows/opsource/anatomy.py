@@ -172,8 +172,10 @@ class WhereResult:
                 return
             where = loc.label + loc.status
             console.print(f"  {escape(label)}  [bold]{escape(where)}[/]{escape(extra)}")
-            if loc.text and (verbose or not loc.generated):
+            if loc.text and (verbose or not loc.generated or loc.local):
                 console.print(f"      [dim]{escape(loc.text.strip())}[/]")
+            if loc.copy:
+                console.print(f"      onboard's regenerated copy: {escape(loc.copy)}")
             if loc.url:
                 console.print(f"      [blue]{escape(loc.url)}[/]")
 
@@ -197,7 +199,14 @@ class WhereResult:
                     console.print(f"  {escape(e.name)}  [dim]{escape(e.kind)}[/]{escape(extra)}")
                     if e.binding:
                         console.print(f"      [dim]binding: {escape(e.binding)}[/]")
-                if e.call_error and verbose:
+                if not e.top_ops:  # "?": say why no op was recorded
+                    why = (
+                        f"the call on meta tensors failed: {e.call_error}"
+                        if e.call_error
+                        else "the call on meta tensors reached no aten op"
+                    )
+                    console.print(f"      [dim]? = not recorded: {escape(why)}[/]")
+                elif e.call_error and verbose:
                     console.print(f"      [dim]meta call: {escape(e.call_error)}[/]")
         console.print(f"\n[bold cyan]{NATIVE_FUNCTIONS}[/]")
         for y in self.yaml_entries:
@@ -227,7 +236,8 @@ class WhereResult:
             shown = [r for r in self.dispatch if verbose or not r.inactive or r.shadowed_by]
             # trunc, trunc_ and trunc.out usually share one registration line per key.
             grouped: dict[tuple[str, str], list[Registration]] = {}
-            for r in shown:
+            first_seen = {r.key: i for i, r in reversed(list(enumerate(shown)))}
+            for r in sorted(shown, key=lambda r: first_seen[r.key]):  # a key's rows together
                 grouped.setdefault((r.key, r.location.label), []).append(r)
             for regs in grouped.values():
                 ops = ", ".join(r.op.removeprefix("aten::") for r in regs)
@@ -236,7 +246,12 @@ class WhereResult:
                 if first.shadowed_by:
                     extra += f"  (not run: {first.shadowed_by})"
                 loc_line(f"{first.key} ({ops}):", first.location, extra)
-                if first.registered_at is not None:
+                if first.registered_at is not None and first.registered_at.generated:
+                    console.print(
+                        "      [dim]registered in the TORCH_LIBRARY_IMPL block at "
+                        f"{escape(first.registered_at.label)} (the line the binary names)[/]"
+                    )
+                elif first.registered_at is not None:
                     via = f" (torch._decomp's {first.via} table)" if first.via else ""
                     console.print(
                         f"      [dim]a Python kernel{escape(via)}, registered through the "

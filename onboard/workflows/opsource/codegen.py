@@ -10,6 +10,7 @@ per checkout and commit; ~25-45 s on 2 cores.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache
 from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS, TAGS
+from onboard.workflows.opsource.paths import SourceLoc, SourceMap
 
 CODEGEN_TIMEOUT = 900.0
 GENERATED_ATEN = "build/aten/src/ATen"
@@ -118,3 +120,40 @@ def regenerate(python: str, checkout: Path, tree_id: str, reporter: Reporter) ->
         )
     (out / _DONE).write_text("ok\n", encoding="utf-8")
     return root
+
+
+_IMPL = re.compile(r'm\.impl\(\s*"(?P<op>[^"]+)",\s*TORCH_FN\((?P<fn>[\w:]+)\)\s*\)')
+
+
+def wrapper(lines: list[str], opener: int, op: str) -> tuple[str, int] | None:
+    """(name, 1-based line) of the function torchgen wrote for ``op`` (``trunc.out``)
+    whose ``m.impl`` sits in the ``TORCH_LIBRARY_IMPL`` block opening at ``opener``: the
+    line ``_dispatch_dump`` names is that block's first line, the kernel is above it."""
+    if not 0 < opener <= len(lines) or not lines[opener - 1].startswith("TORCH_LIBRARY_IMPL"):
+        return None
+    block = []
+    for text in lines[opener:]:
+        if text.strip() == "}":
+            break
+        block.append(text)
+    found = next((m for m in _IMPL.finditer("\n".join(block)) if m.group("op") == op), None)
+    if found is None:
+        return None
+    name = found.group("fn").rsplit("::", 1)[-1]  # functionalization::trunc_out_out
+    # Its definition starts a line with the return type; calls are `return NAME(...)`.
+    define = re.compile(rf"^\s*(?!return\b)[A-Za-z_][^(=;]*[\s&*]{re.escape(name)}\(")
+    for i in range(opener - 1, 0, -1):
+        if define.match(lines[i - 1]):
+            return found.group("fn"), i
+    return None
+
+
+def wrapper_at(smap: SourceMap, at: SourceLoc, op: str) -> tuple[str, SourceLoc] | None:
+    """For a generated Register*.cpp line with onboard's regenerated copy at hand: the
+    wrapper function of ``op`` (``aten::trunc.out``) above that TORCH_LIBRARY_IMPL block."""
+    if not (at.generated and at.local and at.line):
+        return None
+    found = wrapper(smap.lines(Path(at.local)) or [], at.line, op.removeprefix("aten::"))
+    if found is None:
+        return None
+    return found[0], smap.loc(at.path, found[1])

@@ -12,8 +12,10 @@ message, a site that raises another exception type than the message says.
   exception type, and every file that could hold the check was searched.
 - ``medium``: one site ranks first alone and fits, but some files were not
   searched.
-- ``low``: several sites tie, or the best one explains too little or raises
-  another type.
+- ``low``: several sites tie, the best one explains too little, raises another
+  type, or cannot have raised in a plain (eager) program (torch.compile-only code,
+  the C++ frontend, test helpers): said first, since the answer is then most
+  likely a site that was not searched.
 - ``none``: nothing matched.
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onboard.workflows.opsource.checks import Match, short_type, tied
+from onboard.workflows.opsource.checks import EAGER, REACH_WHY, Match, short_type, tied
 
 CERTAIN = "certain"
 HIGH = "high"
@@ -66,6 +68,12 @@ def judge(
     best = matches[0]
     group = tied(matches)
     doubts: list[str] = []
+    if best.reach != EAGER and all(m.reach != EAGER for m in group):
+        doubts.append(
+            f"the best match ({REACH_WHY[best.reach]}) cannot have raised this in a plain "
+            "program, so the site that did is most likely one that was not searched or "
+            "whose text differs"
+        )
     if len(group) > 1:
         where = sorted({m.path for m in group})
         files = f" in {where[0]}" if len(where) == 1 else f" in {len(where)} files"

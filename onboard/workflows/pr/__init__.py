@@ -2,7 +2,9 @@
 
 Steps: find the change (branch since its merge-base with upstream), lint it
 with lintrunner, name the tests that cover it, suggest the required label,
-scan for binary-compatibility hazards, render title and body from
+scan for binary-compatibility hazards, find what `onboard new-op` left unwritten
+(its placeholders and ``TODO(onboard new-op)`` lines: a finding, exit 1, and
+``--open`` refuses while any is left), render title and body from
 templates/pr/, write PR_DRAFT.md; with ``open_pr`` push to the fork and open
 (or update) a draft PR through the GitHub adapter.
 """
@@ -19,7 +21,8 @@ from onboard.errors import OnboardError
 from onboard.github import DEFAULT_API_URL, find_token, gh_hosts_file, web_host
 from onboard.redact import redact
 from onboard.report import Reporter
-from onboard.workflows.pr import abi, draft, labels, lint, testplan
+from onboard.workflows.newop.placeholders import MARKER
+from onboard.workflows.pr import abi, draft, labels, lint, scaffold, testplan
 from onboard.workflows.pr.change import (
     Change,
     authors_easycla_cannot_match,
@@ -36,6 +39,8 @@ from onboard.workflows.reviews import suggest
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from onboard.workflows.newop.placeholders import Unwritten
 
 DEFAULT_UPSTREAM = "pytorch/pytorch"
 
@@ -55,6 +60,7 @@ class PrResult:
     issue: int | None
     published: Published | None = None
     notes: list[str] = field(default_factory=list)
+    unwritten: list[Unwritten] = field(default_factory=list)  # scaffold.leftovers
     # Why `onboard pr --open` would be refused here (a reference tree), said instead of
     # suggesting it.
     open_blocked: str | None = None
@@ -63,8 +69,9 @@ class PrResult:
 
     @property
     def exit_code(self) -> int:
-        # Lint errors are a finding: the draft is written, but the PR is not ready.
-        return 1 if self.lint.errors else 0
+        # Lint errors and unwritten scaffold parts are findings: the draft is written,
+        # but the PR is not ready.
+        return 1 if self.lint.errors or self.unwritten else 0
 
     @property
     def reminders(self) -> list[str]:
@@ -86,6 +93,7 @@ class PrResult:
             "tests": [t.to_json() for t in self.tests],
             "label": self.label.to_json(),
             "bc_warnings": [h.to_json() for h in self.hazards],
+            "unwritten": [u.to_json() for u in self.unwritten],
             "issue": self.issue,
             "title": self.title,
             "body": self.body,
@@ -142,6 +150,13 @@ class PrResult:
             )
             for line in h.lines:
                 console.print(f"    {escape(line)}")
+        if self.unwritten:
+            console.print(
+                f"[bold red]Not written yet[/]: {len(self.unwritten)} part(s) are still as "
+                "`onboard new-op` wrote them, and the PR would carry them:"
+            )
+            for u in self.unwritten:
+                console.print(f"    {escape(u.location)}: {escape(u.what)}")
         if c.uncommitted:
             console.print(
                 f"[yellow]{len(c.uncommitted)} uncommitted change(s) are NOT in the pull "
@@ -158,9 +173,11 @@ class PrResult:
         if self.draft_backup:
             console.print(f"Your edited draft was kept as {self.draft_backup}.")
         if self.published is None:
-            console.print(Rule(f"{self.draft_path} (dry run: nothing sent)"))
+            title = f"{self.draft_path} (dry run: nothing sent)"
+            rule = min(console.width, max(100, len(title) + 8))  # a log has no width to fill
+            console.print(Rule(title), width=rule)
             console.print(escape(self.draft_text), markup=True, highlight=False)
-            console.print(Rule())
+            console.print(Rule(), width=rule)
             issue = f" --issue {self.issue}" if self.issue else ""
             if self.open_blocked:
                 console.print(f"Next: {escape(self.open_blocked)}")
@@ -233,6 +250,9 @@ def run(
             "checks every commit's author: set yours (`git config user.email you@example.com`), "
             f"then `git rebase --exec 'git commit --amend --no-edit --reset-author' {change.base}`."
         )
+    unwritten = scaffold.leftovers(change, ws)
+    if unwritten:
+        notes.append(_unwritten_note(unwritten))
     open_blocked = None
     if ws is not None and ws.is_reference:
         notes.append(
@@ -297,6 +317,7 @@ def run(
         hazards=hazards,
         issue=issue,
         notes=notes,
+        unwritten=unwritten,
     )
     result.open_blocked = open_blocked
     result.reviewers = suggest.reviewers(change.repo, change.existing_paths)
@@ -314,6 +335,13 @@ def run(
             "PyTorch's CI would fail the PR on them; nothing was pushed.",
             next_step="Run `lintrunner -a` (it applies the fixes it can), commit, and run "
             f"`onboard pr --open` again. The draft is in {path}.",
+        )
+    if unwritten:
+        raise OnboardError(
+            _unwritten_note(unwritten) + " Nothing was pushed.",
+            next_step="Write them (`onboard verify` checks the op), delete each "
+            f"`{MARKER}` line, commit, and run `onboard pr --open` again. The draft "
+            f"is in {path}.",
         )
     token = find_token(api_url)
     if token is None:
@@ -341,6 +369,15 @@ def run(
         exc.message = redact(exc.message, token.value)
         raise
     return result
+
+
+def _unwritten_note(unwritten: list[Unwritten]) -> str:
+    shown = ", ".join(f"{u.what} ({u.location})" for u in unwritten[:6])
+    more = f" and {len(unwritten) - 6} more" if len(unwritten) > 6 else ""
+    return (
+        f"Not written yet: {len(unwritten)} part(s) of the branch are still as `onboard "
+        f"new-op` wrote them: {shown}{more}."
+    )
 
 
 def _lint_line(result: lint.LintResult, n_files: int) -> str:
