@@ -491,7 +491,10 @@ def _declared_in_headers(include: Path, demangled: str) -> str | None:
         return None
     pattern = re.compile(rf"\b{re.escape(name)}\b")
     for header in include.rglob("*.h"):
-        text = header.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = header.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # removed or replaced by a folder since the walk saw it
+            continue
         mo = pattern.search(text)
         if mo:
             return f"{header.relative_to(include)}:{text.count(chr(10), 0, mo.start()) + 1}"
