@@ -77,15 +77,29 @@ def reaping() -> Iterator[Reaper]:
     then, after a normal end, start the work left for after it (``detach_after_run``)."""
     reaper = Reaper()
     _runs[0] += 1
+    if _runs[0] == 1:
+        _stopping[0] = False  # a new run
     try:
         if os.environ.get(RUN_ENV):
-            yield reaper  # an onboard further up (the one that started us) reaps for both
+            # An onboard further up (this process's, or the one that started us) reaps
+            # for both. But when that one is another process, it may be gone (killed
+            # outright): an interrupted run stops its own children itself.
+            try:
+                yield reaper
+            except BaseException:
+                if _runs[0] == 1:
+                    _stop_starting()
+                    kill_descendants()
+                raise
             return
         token = os.urandom(8).hex()  # (not `secrets`: the same bytes, a slower import)
         os.environ[RUN_ENV] = token
         started = _started[0]
         try:
             yield reaper
+        except BaseException:
+            _stop_starting()
+            raise
         finally:
             os.environ.pop(RUN_ENV, None)
             if _started[0] != started:
@@ -109,6 +123,30 @@ def reaping() -> Iterator[Reaper]:
 
 
 _runs = [0]  # open `reaping` blocks
+# Once an interrupted run stops its children, no thread of it starts a new one (it
+# would run on after the sweep, and the run would wait for it): ``_spawn``.
+_stopping = [False]
+_SPAWNING = threading.Lock()
+
+
+def _stop_starting() -> None:
+    with _SPAWNING:
+        _stopping[0] = True
+
+
+def _spawn(
+    argv: list[str], cwd: str | os.PathLike[str] | None, **kwargs: Any
+) -> subprocess.Popen[Any]:
+    """``subprocess.Popen`` (its OSError as one paragraph), unless the run is stopping."""
+    with _SPAWNING:
+        if _stopping[0]:
+            raise KeyboardInterrupt(f"the run is being interrupted: `{argv[0]}` not started")
+        try:
+            return subprocess.Popen(argv, cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
+        except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
+            raise _cannot_start(argv, cwd, exc) from exc
+
+
 _after_run: list[Callable[[], None]] = []
 
 
@@ -149,9 +187,22 @@ def kill_marked(
     token: str, *, name: str = RUN_ENV, keep: set[int] | frozenset[int] = frozenset()
 ) -> list[int]:
     """SIGKILL every live process carrying ``name=token`` but ``keep``; returns their pids."""
+    return _kill_all(lambda: [pid for pid in marked(token, name=name) if pid not in keep])
+
+
+def kill_descendants() -> list[int]:
+    """SIGKILL every live process this one started, and what they started: its process
+    tree, and the holders of its children's tokens that left it (``proctree``)."""
+    from onboard import proctree
+
+    needles = [proctree.mark(CHILD_ENV, t) for t in _CHILD_TOKENS]
+    return _kill_all(lambda: proctree.descendants(os.getpid(), needles))
+
+
+def _kill_all(find: Callable[[], list[int]]) -> list[int]:
     killed = []
     for _ in range(5):  # a dying parent may start no one new, but be sure
-        pids = [pid for pid in marked(token, name=name) if pid not in keep]
+        pids = find()
         if not pids:
             break
         for pid in pids:
@@ -298,20 +349,17 @@ def start(
         full_env.pop(RUN_ENV, None)
     began = time.monotonic()
     _started[0] += 1
-    try:
-        popen = subprocess.Popen(
-            launch,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=full_env,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=not binary,
-            errors=None if binary else "replace",
-            start_new_session=True,
-        )
-    except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
-        raise _cannot_start(argv, cwd, exc) from exc
+    popen = _spawn(
+        launch,
+        cwd,
+        env=full_env,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=not binary,
+        errors=None if binary else "replace",
+        start_new_session=True,
+    )
     if background:
         _lower_autogroup(popen.pid)
     return Running(popen, argv, full_env[CHILD_ENV], began, timeout, check, input, what, next_step)
@@ -437,21 +485,18 @@ def stream(
     child_env = _marked_env(dict(env) if env is not None else environ())
     child = child_env[CHILD_ENV]
     _started[0] += 1
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            bufsize=1,
-            start_new_session=True,
-        )
-    except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
-        raise _cannot_start(argv, cwd, exc) from exc
+    proc = _spawn(
+        argv,
+        cwd,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        start_new_session=True,
+    )
     log = log_path.open("a", encoding="utf-8") if log_path else None
     last_output = [time.monotonic()]
     stopped: list[str] = []
@@ -529,7 +574,11 @@ def _marked_env(env: dict[str, str]) -> dict[str, str]:
     if token:
         env[RUN_ENV] = token
     env[CHILD_ENV] = os.urandom(6).hex()
+    _CHILD_TOKENS.append(env[CHILD_ENV])
     return env
+
+
+_CHILD_TOKENS: list[str] = []  # of every child started here (``kill_descendants``)
 
 
 def _kill_group(
@@ -630,18 +679,18 @@ class Child:
         # A file, not a pipe: nobody reads it while the answer is awaited.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by release)
         try:
-            self._proc = subprocess.Popen(
+            self._proc = _spawn(
                 self.argv,
-                cwd=os.fspath(cwd) if cwd is not None else None,
+                cwd,
                 env=dict(env) if env is not None else environ(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
                 start_new_session=True,
             )
-        except OSError as exc:
+        except BaseException:
             self._stderr.close()
-            raise _cannot_start(self.argv, cwd, exc) from exc
+            raise
 
     @property
     def pid(self) -> int:
@@ -671,7 +720,7 @@ class Child:
                 )
             return None
         except BaseException:
-            _kill_group(proc)  # type: ignore[arg-type]
+            _kill_group(proc)
             raise
         finally:
             timer.cancel()
@@ -693,5 +742,5 @@ class Child:
         _DETACHED.add(self._proc.pid)
 
     def stop(self) -> None:
-        _kill_group(self._proc)  # type: ignore[arg-type]
+        _kill_group(self._proc)
         self.release()

@@ -169,9 +169,16 @@ def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> Ver
         return checks
 
     result = VerifyResult(ws.root)
-    with ThreadPoolExecutor(max_workers=max(1, len(CHECKS))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, len(CHECKS)))
+    try:
         for checks in pool.map(one, CHECKS):
             result.checks += checks
+    except BaseException:
+        # An interrupt does not wait for the checks: their children are stopped by the
+        # run's reaping (``proc``), and the threads end with them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return result
 
 
