@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onboard import signals
 from onboard.errors import OnboardError, ProcError, ProcTimeout
+
+if TYPE_CHECKING:
+    from onboard.proctree import Leftover
 
 # Never let git (or ssh under it) stop to ask for a password: a hidden prompt
 # looks exactly like a hang.
@@ -34,6 +37,8 @@ class Result:
     stdout: str
     stderr: str
     seconds: float
+    # What the command left running when it exited, stopped since (``until_main_exits``).
+    left_running: tuple[Leftover, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -292,6 +297,7 @@ def run(
     next_step: str | None = None,
     starts_daemon: bool = False,
     background: bool = False,
+    until_main_exits: bool = False,
 ) -> Result:
     """Run a command to completion and capture its output as text.
 
@@ -302,6 +308,10 @@ def run(
     ``git fast-import`` stream with binary blobs); output is text either way.
     ``background``: work that runs beside the step a user waits on (verify's nvcc
     beside its CPU compile) runs under ``nice``, it and every process it starts.
+    ``until_main_exits``: the run ends when the command's own process exits (a user's
+    program), not when every process holding its output has (what it left running,
+    a server or a forgotten child, would hold it until the timeout); what it left is
+    stopped and named in ``Result.left_running``.
     """
     return start(
         args,
@@ -315,6 +325,7 @@ def run(
         next_step=next_step,
         starts_daemon=starts_daemon,
         background=background,
+        until_main_exits=until_main_exits,
     ).result()
 
 
@@ -331,6 +342,7 @@ def start(
     next_step: str | None = None,
     starts_daemon: bool = False,
     background: bool = False,
+    until_main_exits: bool = False,
 ) -> Running:
     """``run``, started now and waited for at ``Running.result()``.
 
@@ -362,7 +374,11 @@ def start(
     )
     if background:
         _lower_autogroup(popen.pid)
-    return Running(popen, argv, full_env[CHILD_ENV], began, timeout, check, input, what, next_step)
+    running = Running(
+        popen, argv, full_env[CHILD_ENV], began, timeout, check, input, what, next_step
+    )
+    running.until_main_exits = until_main_exits
+    return running
 
 
 class Running:
@@ -390,6 +406,7 @@ class Running:
         self._what = what
         self._next_step = next_step
         self._result: Result | None = None
+        self.until_main_exits = False  # see ``run``
 
     @property
     def pid(self) -> int:
@@ -412,8 +429,12 @@ class Running:
             timer = threading.Timer(left, self._expire, (expired,))
             timer.daemon = True
             timer.start()
+        leftovers: tuple[Leftover, ...] = ()
         try:
-            out, err = _text(*popen.communicate(input=self._input))
+            if self.until_main_exits:
+                out, err, leftovers = self._until_main_exits()
+            else:
+                out, err = _text(*popen.communicate(input=self._input))
         except BaseException:
             _kill_group(popen, self._child)
             raise
@@ -432,8 +453,9 @@ class Running:
                 next_step=self._next_step,
             )
         result = Result(
-            tuple(argv), popen.returncode, out or "", err or "", time.monotonic() - self._began
-        )
+            tuple(argv), popen.returncode, out or "", err or "", time.monotonic() - self._began,
+            leftovers,
+        )  # fmt: skip
         if self._check and popen.returncode != 0:
             raise ProcError(
                 f"{self._what or 'The command'} failed (exit {popen.returncode}): "
@@ -446,6 +468,37 @@ class Running:
             )
         self._result = result
         return result
+
+    def _until_main_exits(self) -> tuple[str, str, tuple[Leftover, ...]]:
+        """(stdout, stderr, what it left running): the output is read until the command's
+        own process exits; then what it left is stopped, and so its pipes close."""
+        from onboard import proctree
+
+        popen = self._popen
+        chunks: tuple[list[bytes], list[bytes]] = ([], [])
+        readers = [
+            threading.Thread(target=_drain, args=(stream, into), daemon=True)
+            for stream, into in zip((popen.stdout, popen.stderr), chunks, strict=True)
+        ]
+        for reader in readers:
+            reader.start()
+        if popen.stdin is not None:
+            with contextlib.suppress(BrokenPipeError):
+                popen.stdin.write(self._input)
+                popen.stdin.close()
+        popen.wait()
+        with signals.critical():
+            left = proctree.stop_left_behind(
+                popen.pid, proctree.mark(CHILD_ENV, self._child), GRACE_SECONDS
+            )
+        for reader in readers:
+            # A process that left both the group and the token can still hold a pipe:
+            # what came until then is the output.
+            reader.join(GRACE_SECONDS)
+        out, err = (b"".join(c).decode("utf-8", "replace") for c in chunks)
+        if not isinstance(self._input, bytes):  # text mode reads universal newlines
+            out, err = (t.replace("\r\n", "\n").replace("\r", "\n") for t in (out, err))
+        return out, err, tuple(left)
 
     def _expire(self, expired: threading.Event) -> None:
         expired.set()
@@ -600,6 +653,15 @@ def _kill_group(
         proc.wait()
         if child:
             kill_marked(child, name=CHILD_ENV)
+
+
+def _drain(stream: Any, into: list[bytes]) -> None:
+    """Read ``stream`` (a Popen pipe, text or binary) to its end into ``into``, in chunks
+    as they come."""
+    raw = getattr(stream, "buffer", stream)
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := raw.read1(65536):
+            into.append(chunk)
 
 
 def _text(out: str | bytes | None, err: str | bytes | None) -> tuple[str, str]:

@@ -13,8 +13,9 @@ import contextlib
 import os
 import select
 import shlex
+import signal
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 
@@ -30,6 +31,17 @@ class Leftover:
 
     def to_json(self) -> dict[str, object]:
         return {"pid": self.pid, "command": self.command}
+
+
+def left_note(left: Sequence[Leftover], who: str = "your script") -> str:
+    """One sentence naming what a program left running (``left`` not empty)."""
+    n = len(left)
+    shown = "; ".join(str(p) for p in left[:5]) + ("; ..." if n > 5 else "")
+    what = "1 process" if n == 1 else f"{n} processes"
+    return (
+        f"{who} left {what} running at exit: {shown}; onboard stopped "
+        f"{'it' if n == 1 else 'them'} (the run ends when the program's own process does)."
+    )
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,25 @@ def left_behind(group: int, needle: bytes) -> list[Leftover]:
     pids = {p for p, e in table.items() if e.pgid == group and p != me}
     pids |= _carrying([p for p in table if p not in pids and p != me], [needle])
     return [Leftover(pid, command_line(pid)) for pid in sorted(pids)]
+
+
+def stop_left_behind(group: int, needle: bytes, grace: float) -> list[Leftover]:
+    """Stop what an exited child left running (``left_behind``): SIGTERM, so each can
+    clean up, then SIGKILL after ``grace`` seconds. Returns them, as they were."""
+    left = left_behind(group, needle)
+    if not left:
+        return left
+    pids = [p.pid for p in left]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        pids = wait_gone(pids, grace)
+        if not pids:
+            break
+    return left
 
 
 def command_line(pid: int) -> str:

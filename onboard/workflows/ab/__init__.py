@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
+from onboard.proctree import Leftover, left_note
 from onboard.report import Reporter
 from onboard.workflows.ab import runs, sides, stats
 
@@ -76,7 +77,8 @@ class ABResult:
     diff, note}), ``metrics`` [{name, median_a, median_b, ratio, ci_low, ci_high,
     verdict, clear, detail, a, b}], ``script_metrics`` (bool: the script printed
     name=value lines), ``noise`` ({spread_a, spread_b, load_before, load_after,
-    cores, noisy, warning}), ``notes``, ``seconds``."""
+    cores, noisy, warning}), ``notes``, ``seconds``, ``left_running`` ({side:
+    [{pid, command}]}: what the script's runs left running at exit, stopped)."""
 
     script: Path
     args: list[str]
@@ -91,6 +93,8 @@ class ABResult:
     noise: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # side -> what the script's runs on it left running when they exited (stopped)
+    left_running: dict[str, list[Leftover]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -116,6 +120,9 @@ class ABResult:
             "noise": self.noise,
             "notes": self.notes,
             "seconds": round(self.seconds, 2),
+            "left_running": {
+                side: [p.to_json() for p in left] for side, left in self.left_running.items()
+            },
         }
 
     def render(self, console: Console, verbose: bool) -> None:
@@ -286,7 +293,7 @@ def compare(
         by_label = {"A": side_a, "B": side_b}
 
         def once(label: str) -> runs.Run:
-            return runs.run_once(
+            run = runs.run_once(
                 by_label[label],
                 script,
                 result.args,
@@ -294,6 +301,9 @@ def compare(
                 pycache=work / "pycache",
                 timeout=timeout,
             )
+            if run.left_running:
+                result.left_running.setdefault(label, []).extend(run.left_running)
+            return run
 
         reporter.step(f"warm-up: one run on A ({side_a.spec}) and one on B ({side_b.spec})")
         warm = [once("A"), once("B")]
@@ -307,5 +317,7 @@ def compare(
             "each process are compared (print e.g. `forward_ms=12.3` to compare your own "
             "measurements)"
         )
+    for label, left in sorted(result.left_running.items()):
+        result.notes.append(left_note(left, f"your script's runs on {label}"))
     result.seconds = time.monotonic() - start
     return result

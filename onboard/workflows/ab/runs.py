@@ -11,6 +11,7 @@ from pathlib import Path
 
 from onboard import proc
 from onboard.errors import OnboardError, ProcTimeout
+from onboard.proctree import Leftover
 from onboard.workflows.ab.sides import Side
 
 MARKER = "@@ONBOARD-AB@@"
@@ -30,6 +31,7 @@ class Run:
     seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
     output: tuple[str, ...] = ()  # stdout lines that are not metrics
+    left_running: tuple[Leftover, ...] = ()  # what the script left when it exited (stopped)
 
 
 class RunFailed(OnboardError):
@@ -86,6 +88,7 @@ def run_once(
             timeout=timeout,
             check=False,
             what=f"The script on {side.label} ({side.spec})",
+            until_main_exits=True,
         )
     except ProcTimeout:
         raise RunFailed(
@@ -108,7 +111,7 @@ def run_once(
     clash = set(metrics) & set(measured)
     for name in clash:  # the script's own number of that name wins; ours is renamed
         measured[f"onboard_{name}"] = measured.pop(name)
-    return Run(side.label, result.seconds, {**measured, **metrics}, rest)
+    return Run(side.label, result.seconds, {**measured, **metrics}, rest, result.left_running)
 
 
 def cwd_for(script: Path) -> Path:

@@ -25,6 +25,7 @@ from typing import Any
 
 from onboard import proc
 from onboard.errors import BadInput, OnboardError, ProcTimeout
+from onboard.proctree import Leftover, left_note
 from onboard.report import Reporter
 from onboard.workspace import find as find_workspace
 
@@ -179,6 +180,7 @@ class Ran:
     stdout: str
     stderr: str
     returncode: int
+    left_running: tuple[Leftover, ...] = ()  # what it left running when it exited (stopped)
 
     @property
     def status(self) -> dict[str, Any]:
@@ -214,6 +216,7 @@ class ProgramResult:
     error: str | None
     output_tail: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    left_running: list[Leftover] = field(default_factory=list)
 
     @staticmethod
     def ran(ran: Ran, program: Program, commit: str | None) -> dict[str, Any]:
@@ -226,6 +229,8 @@ class ProgramResult:
             "exit_code": ran.exit_code,
             "error": ran.error_text() if failed else None,
             "output_tail": ran.output_tail() if failed else [],
+            "notes": [left_note(ran.left_running)] if ran.left_running else [],
+            "left_running": list(ran.left_running),
         }
 
     @property
@@ -240,6 +245,7 @@ class ProgramResult:
             "commit": self.commit,
             "program_exit": self.exit_code,
             "program_error": self.error,
+            "left_running": [p.to_json() for p in self.left_running],
         }
 
 
@@ -272,6 +278,7 @@ def run(
                 timeout=timeout,
                 check=False,
                 what=f"`{program.shown}`",
+                until_main_exits=True,
             )
         except ProcTimeout:
             raise OnboardError(
@@ -304,7 +311,7 @@ def run(
             next_step=f"Run `{program.runnable}` by itself to see its output; a crash in torch's "
             "own code shows there too.",
         )
-    return Ran(answer, done.stdout, done.stderr, done.returncode)
+    return Ran(answer, done.stdout, done.stderr, done.returncode, done.left_running)
 
 
 def _signal_text(code: int) -> str:

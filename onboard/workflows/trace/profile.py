@@ -190,7 +190,7 @@ def trace(
         cuda=answer.get("cuda"),
     )
     result.hints = _hints(top, all_ops, total_ns)
-    result.notes = _notes(answer, sources, program)
+    result.notes += _notes(answer, sources, program)
     result.tree = optree.prune(optree.fold(nodes), depth=depth, pattern=pattern)
     if pattern is not None and not result.tree:
         result.notes.insert(0, f"No op matched --filter {filter!r}.")
