@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import lazy_re, proc, signals
-from onboard.errors import BadInput, OnboardError, ProcTimeout
+from onboard.errors import BadInput, OnboardError, ProcError, ProcTimeout
 
 
 def git(
@@ -31,20 +31,48 @@ def git(
     """One git command, run whole: Ctrl-C and SIGTERM wait until it ends
     (``signals.critical``), because a git killed halfway through a checkout
     leaves ``index.lock`` and a half-written tree. Network commands that can
-    hang go through ``proc.stream`` with an idle timeout instead."""
+    hang go through ``proc.stream`` with an idle timeout instead.
+
+    A command that only reads takes no optional lock (``read_only_env``), and one
+    refused for a lock file says which file and who holds it (``gitlock``)."""
     argv: list[str] = ["git"]
     if repo is not None:
         argv += ["-C", os.fspath(repo)]
     argv += list(args)
+    env = {**read_only_env(args), **(extra_env or {})}
+    what = what or f"`git {args[0] if args else ''}`"
     with signals.critical():
-        return proc.run(
-            argv,
-            check=check,
-            timeout=timeout,
-            extra_env=extra_env,
-            what=what or f"`git {args[0] if args else ''}`",
-            next_step=next_step,
-        )
+        try:
+            return proc.run(
+                argv, check=check, timeout=timeout, extra_env=env, what=what,
+                next_step=next_step,
+            )  # fmt: skip
+        except ProcTimeout:
+            raise
+        except ProcError as exc:
+            from onboard import gitlock
+
+            raise gitlock.locked(exc, what=what, cwd=repo) from None
+
+
+# git commands (and `worktree`, `bisect`, ... subcommands) that only read state.
+_READS = frozenset({
+    "status", "diff", "log", "show", "rev-parse", "rev-list", "ls-files", "ls-tree", "cat-file",
+    "grep", "blame", "describe", "symbolic-ref", "for-each-ref", "show-ref", "merge-base",
+    "name-rev", "diff-tree", "diff-index", "diff-files", "shortlog", "count-objects",
+    "check-ignore", "check-attr", "var",
+})  # fmt: skip
+_READ_SUBCOMMANDS = frozenset({("worktree", "list"), ("bisect", "log"), ("remote", "get-url")})
+
+
+def read_only_env(args: Sequence[str]) -> dict[str, str]:
+    """The environment for ``git ARGS``: a command that only reads takes no optional lock
+    (GIT_OPTIONAL_LOCKS=0, as `git --no-optional-locks`), so that its `git status` never
+    holds ``index.lock`` while another writer (the user's, or onboard's) needs it."""
+    words = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1 : i] != ["-c"]]
+    if words and (words[0] in _READS or tuple(words[:2]) in _READ_SUBCOMMANDS):
+        return {"GIT_OPTIONAL_LOCKS": "0"}
+    return {}
 
 
 def out(repo: str | os.PathLike[str] | None, *args: str, **kwargs: object) -> str:
@@ -131,6 +159,12 @@ def changes_since(repo: str | os.PathLike[str], base: str) -> dict[str, str]:
         elif code.strip() and "D" not in code and changes.get(path) != "added":
             changes[path] = "modified"
     return changes
+
+
+def refresh_index(repo: str | os.PathLike[str]) -> None:
+    """Bring git's stat cache up to date (a writer's `git update-index --refresh`); a
+    failure only leaves it as it was."""
+    git(repo, "update-index", "-q", "--refresh", check=False)
 
 
 def is_dirty(repo: str | os.PathLike[str], *, untracked: bool = False) -> bool:
