@@ -263,6 +263,20 @@ def _rounds(
     return done
 
 
+def _sweep(ws: Workspace | None) -> list[str]:
+    """Remove what `onboard ab` runs killed outright left in ``ws``; a note for each."""
+    if ws is None:
+        return []
+    from onboard.workflows.ab import worktrees
+
+    notes = [
+        f"removed the worktree {tree}, left by an `onboard ab` that was killed"
+        for tree in worktrees.sweep_dead_worktrees(ws.checkout_path)
+    ]
+    worktrees.sweep_dead_runs(ws.root / worktrees.RUNS)
+    return notes
+
+
 def compare(
     script: Path,
     *,
@@ -286,10 +300,12 @@ def compare(
     script = sides.check_script(script)
     specs = {"A": sides.check_spec(a), "B": sides.check_spec(b)}
     cwd = runs.cwd_for(script)
+    swept = _sweep(ws)
     load_before = os.getloadavg()[0]
     with sides.prepared(specs, ws, python) as (prepared, work):
         side_a, side_b = prepared
         result = ABResult(script, list(args or []), side_a, side_b, budget=budget)
+        result.notes += swept
         by_label = {"A": side_a, "B": side_b}
 
         def once(label: str) -> runs.Run:
