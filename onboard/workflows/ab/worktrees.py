@@ -20,33 +20,19 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from onboard import git, lock
-from onboard.staging import LEGACY_AGE, OWNER
+from onboard.staging import LEGACY_AGE, OWNER, Staging
 
 RUNS = Path(".onboard") / "ab"  # under the workspace
 RUN_PREFIX = "run-"
 TREE_PREFIX = "worktree-"
 
 
-@dataclass
-class RunFolder:
-    """A run's folder, owned by this process until ``release``."""
-
-    path: Path
-    fd: int | None
-
-    def release(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def make_run_folder(parent: Path | None) -> RunFolder:
+def make_run_folder(parent: Path | None) -> Staging:
     """A fresh ``run-XXXXXXXX`` folder in ``parent`` (a temporary folder when None),
-    with its owner file held by this process."""
+    with its owner file held by this process until ``release()``."""
     path = Path(tempfile.mkdtemp(prefix=RUN_PREFIX, dir=parent))
     fd = None
     try:
@@ -57,7 +43,7 @@ def make_run_folder(parent: Path | None) -> RunFolder:
             os.close(fd)
         shutil.rmtree(path, ignore_errors=True)
         raise
-    return RunFolder(path, fd)
+    return Staging(path, fd)
 
 
 def _is_run_folder(folder: Path) -> bool:
