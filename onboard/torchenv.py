@@ -185,6 +185,8 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
     empty folder (or ``cwd``) with PYTHONSAFEPATH=1, never a checkout's torch/
     from the folder onboard runs in (``shadowing_tree`` tells about that)."""
     exe = python or sys.executable
+    if os.sep in exe:  # a path from this folder: the probe runs in another one
+        exe = os.path.abspath(exe)
     if os.sep not in exe and proc.which(exe) is None:
         raise OnboardError(
             f"There is no interpreter called {exe!r} on PATH.",
