@@ -30,8 +30,12 @@ class Applied:
 
 
 def _write_file(path: Path, text: str) -> None:
-    """One file write (a seam: tests inject a failure here)."""
-    files.write_text(path, text)
+    """One file write (a seam: tests inject a failure here). An edited file keeps its
+    line endings (``text`` was read with universal newlines)."""
+    if path.is_file():
+        files.write_bytes(path, files.with_line_endings_of(path.read_bytes(), text))
+    else:
+        files.write_text(path, text)
 
 
 def preflight(checkout: Path, plan: Plan, branch: str) -> None:
