@@ -12,6 +12,7 @@ from pathlib import Path
 from onboard import proc
 from onboard.errors import OnboardError, ProcTimeout
 from onboard.proctree import Leftover
+from onboard.redact import redact
 from onboard.workflows.ab.sides import Side
 
 MARKER = "@@ONBOARD-AB@@"
@@ -96,7 +97,7 @@ def run_once(
             "no verdict.",
             next_step="Make the script shorter, or raise --timeout.",
         ) from None
-    own, stderr = _report(result.stderr)
+    own, stderr = _report(redact(result.stderr))  # shown on a failure: never a token in it
     if result.returncode != 0:
         lines = stderr.splitlines()[-_TAIL:] or ["(no output on stderr)"]
         tail = "\n".join("    " + line for line in lines)
@@ -106,7 +107,7 @@ def run_once(
             next_step=f"Fix the script (it runs as `{command}` on {side.label}) and run "
             "`onboard ab` again.",
         )
-    metrics, rest = parse_output(result.stdout)
+    metrics, rest = parse_output(redact(result.stdout))  # (its lines are shown in a diff)
     measured = {WALL: result.seconds, **own}
     clash = set(metrics) & set(measured)
     for name in clash:  # the script's own number of that name wins; ours is renamed

@@ -26,6 +26,7 @@ from typing import Any
 from onboard import proc
 from onboard.errors import BadInput, OnboardError, ProcTimeout
 from onboard.proctree import Leftover, left_note
+from onboard.redact import redact
 from onboard.report import Reporter
 from onboard.workspace import find as find_workspace
 
@@ -196,7 +197,7 @@ class Ran:
         if exc:
             where = (exc.get("frames") or [{}])[-1]
             at = f" at {where.get('path')}:{where.get('line')}" if where.get("path") else ""
-            return f"{exc['type']}: {exc['message']}{at}"
+            return redact(f"{exc['type']}: {exc['message']}{at}")
         lines = [ln for ln in (self.stderr or self.stdout).strip().splitlines() if ln.strip()]
         return lines[-1].strip() if lines else "no error message"
 
@@ -297,9 +298,11 @@ def run(
             answer = json.loads(result_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             answer = None
+    # What the program printed is shown when it fails: never a token it printed.
+    stdout, stderr = redact(done.stdout), redact(done.stderr)
     if answer is None:
-        tail = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-        if "No module named 'torch'" in done.stderr or "import torch" in done.stderr:
+        tail = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
+        if "No module named 'torch'" in stderr or "import torch" in stderr:
             raise OnboardError(
                 f"{program.python} could not import torch (exit {done.returncode}): {tail}",
                 next_step=f"Run `onboard doctor --python {program.python}`, or pass --python "
@@ -311,7 +314,7 @@ def run(
             next_step=f"Run `{program.runnable}` by itself to see its output; a crash in torch's "
             "own code shows there too.",
         )
-    return Ran(answer, done.stdout, done.stderr, done.returncode, done.left_running)
+    return Ran(answer, stdout, stderr, done.returncode, done.left_running)
 
 
 def _signal_text(code: int) -> str:
