@@ -45,6 +45,7 @@ from onboard import (
 )
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows import checkout as checkout_mod
 from onboard.workflows import reference_tree
 from onboard.workflows.checkout import DEFAULT_FETCH_TIMEOUT, DEFAULT_REMOTE, FetchStats
@@ -186,7 +187,7 @@ class SetupResult:
             console.print(f"[dim]note:[/] {note}")
         for problem in self.problems:
             console.print(f"[red]problem:[/] {problem}")
-        console.print(f"Next: `cd {self.workspace} && nox -s verify` (or `onboard verify`).")
+        console.print(f"Next: `cd {quote(self.workspace)} && nox -s verify` (or `onboard verify`).")
 
 
 # ---------------------------------------------------------------------------
@@ -322,8 +323,8 @@ def _no_torch(env: torchenv.TorchEnv) -> OnboardError:
         f"The interpreter {exe} has no usable torch: {why}. onboard sets up the source of the "
         "torch a Python environment actually imports.",
         next_step=f"Pass the interpreter of the environment that has torch with `--python "
-        f"/path/to/python`, or install torch there (`{exe} -m pip install torch`); "
-        f"`onboard doctor --python {exe}` shows what it sees.",
+        f"/path/to/python`, or install torch there (`{quote(exe)} -m pip install torch`); "
+        f"`onboard doctor --python {quote(exe)}` shows what it sees.",
     )
 
 
@@ -685,7 +686,8 @@ class _Plan:
             python=env.python.executable,
             prefix=prefix,
             torch_dir=env.torch.package_dir,
-            again=f"onboard setup {self.root}" + (" --from-wheel" if self.from_wheel else ""),
+            again=f"onboard setup {quote(self.root)}"
+            + (" --from-wheel" if self.from_wheel else ""),
             python_version=env.python.version,
         )
         # The files name the final paths, not the staging folder they were written in.
@@ -873,7 +875,7 @@ def _debugging(result: SetupResult, env: torchenv.TorchEnv) -> dict[str, str]:
     elif env.has_debug_info:
         cpp = (
             f"the libraries carry debug info: attach with the cppdbg config or "
-            f"`gdb -x {result.workspace / GDB_FILE}`; {prefix} maps to the checkout"
+            f"`gdb -x {quote(result.workspace / GDB_FILE)}`; {prefix} maps to the checkout"
         )
     elif env.has_debug_info is False:
         cpp = (

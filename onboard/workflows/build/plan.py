@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from onboard import git
 from onboard.errors import BadInput, OnboardError
 from onboard.redact import redact
+from onboard.shell import quote
 from onboard.workflows.build import machine
 from onboard.workflows.build.machine import GIB, Tool
 
@@ -232,7 +233,7 @@ class BuildPlan:
             message = f"The build cannot start: {len(parts)} problems. {numbered}"
         return OnboardError(
             message,
-            next_step=f"Then run `onboard build --workspace {self.workspace}` again "
+            next_step=f"Then run `onboard build --workspace {quote(self.workspace)}` again "
             "(`--dry-run` shows the plan without building).",
         )
 
@@ -637,8 +638,7 @@ class _Builder:
             backend,
             (
                 f"{'--cache auto: ' if self.cache == 'auto' else ''}sccache {found.version} "
-                "found at "
-                f"{found.path}; its storage is chosen by its own environment variables"
+                f"found at {found.path}; its storage is chosen by its own environment variables"
             ),
         )
 
@@ -709,8 +709,8 @@ class _Builder:
                 tool,
                 minimum,
                 "the build venv's",
-                fix=f"Remove the build venv (`rm -rf {self.venv}`) so the session reinstalls "
-                f"{pypi_spec} from PyPI",
+                fix=f"Remove the build venv (`rm -rf {quote(self.venv)}`) so the session "
+                f"reinstalls {pypi_spec} from PyPI",
             )
         spec = _spec_of(lines, name)
         if spec is not None:
@@ -852,7 +852,8 @@ class _Builder:
                 False,
                 f"{len(missing)} of {len(rows)} submodules are not checked out ({shown}); "
                 "PyTorch's CMake needs them all.",
-                f"`onboard setup {self.ws.root} --with-submodules` (or `git -C {self.checkout} "
+                f"`onboard setup {quote(self.ws.root)} --with-submodules` (or `git -C "
+                f"{quote(self.checkout)} "
                 "submodule update --init --recursive --depth 1 --jobs 4`)",
             )
         return Check("submodules", True, f"all {len(rows)} checked out")
@@ -922,7 +923,7 @@ def plan(
     if not ws.checkout_path.is_dir():
         raise OnboardError(
             f"The workspace's checkout {ws.checkout_path} does not exist.",
-            next_step=f"Run `onboard setup {ws.root}` to restore it.",
+            next_step=f"Run `onboard setup {quote(ws.root)}` to restore it.",
         )
     if env_probe is None:
         reporter.step(f"probing {ws.python} (GPU, installed version)")
@@ -979,8 +980,8 @@ def plan(
     if b.install:
         commands.append("pip install " + " ".join(f"'{s}'" for s in b.install))
     commands.append(
-        f"cd {ws.checkout_path} && <env above> python -m pip install --no-build-isolation -v -e ."
-        + ("".join(f" {a}" for a in extra_args))
+        f"cd {quote(ws.checkout_path)} && <env above> python -m pip install --no-build-isolation "
+        "-v -e ." + ("".join(f" {a}" for a in extra_args))
     )
     return BuildPlan(
         workspace=ws.root,

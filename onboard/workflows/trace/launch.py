@@ -28,6 +28,7 @@ from onboard.errors import BadInput, OnboardError, ProcTimeout
 from onboard.proctree import Leftover, left_note
 from onboard.redact import redact
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workspace import find as find_workspace
 
 DEFAULT_TIMEOUT = 300.0
@@ -100,7 +101,7 @@ def interpreter(
         if not built.is_file():
             raise OnboardError(
                 f"The workspace {ws.root} has no build yet ({built} is missing).",
-                next_step=f"Run `onboard build --workspace {ws.root}` first, or drop "
+                next_step=f"Run `onboard build --workspace {quote(ws.root)}` first, or drop "
                 "--workspace-build to trace with the installed torch.",
             )
         return str(built)
@@ -305,8 +306,8 @@ def run(
         if "No module named 'torch'" in stderr or "import torch" in stderr:
             raise OnboardError(
                 f"{program.python} could not import torch (exit {done.returncode}): {tail}",
-                next_step=f"Run `onboard doctor --python {program.python}`, or pass --python "
-                "with the interpreter whose torch you use.",
+                next_step=f"Run `onboard doctor --python {quote(program.python)}`, or pass "
+                "--python with the interpreter whose torch you use.",
             )
         raise OnboardError(
             f"`{program.shown}` ended (exit {_signal_text(done.returncode)}) before onboard could "
