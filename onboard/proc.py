@@ -128,8 +128,9 @@ def reaping() -> Iterator[Reaper]:
 
 
 _runs = [0]  # open `reaping` blocks
-# Once an interrupted run stops its children, no thread of it starts a new one (it
-# would run on after the sweep, and the run would wait for it): ``_spawn``.
+# Once an interrupted run stops its children, no worker thread of it starts a new one
+# (it would run on after the sweep, and the run would wait for it): ``_spawn``. The
+# main thread, which unwinds the run (and may start the next), is never refused.
 _stopping = [False]
 _SPAWNING = threading.Lock()
 
@@ -144,7 +145,7 @@ def _spawn(
 ) -> subprocess.Popen[Any]:
     """``subprocess.Popen`` (its OSError as one paragraph), unless the run is stopping."""
     with _SPAWNING:
-        if _stopping[0]:
+        if _stopping[0] and threading.current_thread() is not threading.main_thread():
             raise KeyboardInterrupt(f"the run is being interrupted: `{argv[0]}` not started")
         try:
             return subprocess.Popen(argv, cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)

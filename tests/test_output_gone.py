@@ -24,6 +24,7 @@ import pytest
 from fixtures.user_state import marked_processes
 from test_new_op import make_workspace
 
+from onboard import proc
 from onboard.report import LineReporter, Reporter
 from onboard.workflows.newop import jobs
 
@@ -70,6 +71,38 @@ def test_a_line_reporter_on_a_closed_pipe_does_not_raise_in_its_worker() -> None
         assert reporter.output_gone
         with pytest.raises(BrokenPipeError):
             stream.close()  # (what is still buffered cannot go anywhere either)
+
+
+def test_an_interrupted_run_started_by_another_onboard_stops_its_own_children(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As in a nox session that `onboard verify` started, and then was killed outright:
+    # the run's token is inherited, and nobody up there reaps any more.
+    monkeypatch.setenv(proc.RUN_ENV, "started-by-a-dead-onboard")
+    with pytest.raises(KeyboardInterrupt), proc.reaping():
+        running = proc.start(["sleep", "300"])
+        raise KeyboardInterrupt
+    assert gone_within([running.pid], BOUND) == []
+    # a worker thread of the interrupted run starts nothing new; the main thread may
+    refused: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            proc.run(["true"])
+        except BaseException as exc:  # noqa: BLE001 - the answer under test
+            refused.append(exc)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(BOUND)
+    assert refused and isinstance(refused[0], KeyboardInterrupt)
+    assert proc.run(["true"]).ok
+    with proc.reaping():  # and the next run starts afresh
+        outcome: list[bool] = []
+        thread = threading.Thread(target=lambda: outcome.append(proc.run(["true"]).ok))
+        thread.start()
+        thread.join(BOUND)
+        assert outcome == [True]
 
 
 # --------------------------------------------------------------------------
