@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import lazy_re, proc, signals
+from onboard import gitlock, lazy_re, proc, signals
 from onboard.errors import BadInput, OnboardError, ProcError, ProcTimeout
 
 
@@ -33,13 +33,13 @@ def git(
     leaves ``index.lock`` and a half-written tree. Network commands that can
     hang go through ``proc.stream`` with an idle timeout instead.
 
-    A command that only reads takes no optional lock (``read_only_env``), and one
-    refused for a lock file says which file and who holds it (``gitlock``)."""
+    A command that only reads takes no optional lock, and one refused for a lock
+    file says which file and who holds it (``gitlock``)."""
     argv: list[str] = ["git"]
     if repo is not None:
         argv += ["-C", os.fspath(repo)]
     argv += list(args)
-    env = {**read_only_env(args), **(extra_env or {})}
+    env = {**gitlock.read_only_env(args), **(extra_env or {})}
     what = what or f"`git {args[0] if args else ''}`"
     with signals.critical():
         try:
@@ -50,29 +50,7 @@ def git(
         except ProcTimeout:
             raise
         except ProcError as exc:
-            from onboard import gitlock
-
             raise gitlock.locked(exc, what=what, cwd=repo) from None
-
-
-# git commands (and `worktree`, `bisect`, ... subcommands) that only read state.
-_READS = frozenset({
-    "status", "diff", "log", "show", "rev-parse", "rev-list", "ls-files", "ls-tree", "cat-file",
-    "grep", "blame", "describe", "symbolic-ref", "for-each-ref", "show-ref", "merge-base",
-    "name-rev", "diff-tree", "diff-index", "diff-files", "shortlog", "count-objects",
-    "check-ignore", "check-attr", "var",
-})  # fmt: skip
-_READ_SUBCOMMANDS = frozenset({("worktree", "list"), ("bisect", "log"), ("remote", "get-url")})
-
-
-def read_only_env(args: Sequence[str]) -> dict[str, str]:
-    """The environment for ``git ARGS``: a command that only reads takes no optional lock
-    (GIT_OPTIONAL_LOCKS=0, as `git --no-optional-locks`), so that its `git status` never
-    holds ``index.lock`` while another writer (the user's, or onboard's) needs it."""
-    words = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1 : i] != ["-c"]]
-    if words and (words[0] in _READS or tuple(words[:2]) in _READ_SUBCOMMANDS):
-        return {"GIT_OPTIONAL_LOCKS": "0"}
-    return {}
 
 
 def out(repo: str | os.PathLike[str] | None, *args: str, **kwargs: object) -> str:

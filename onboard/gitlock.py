@@ -1,4 +1,9 @@
-"""A git command refused because a lock file exists, said so a user can act on it.
+"""git and its lock files: reading takes none, and a refusal names the one in the way.
+
+A git command that only reads state runs with GIT_OPTIONAL_LOCKS=0 (as `git
+--no-optional-locks`): `git status` then never refreshes and writes back the
+index, which takes ``index.lock`` while another writer (the user's git, or
+onboard's) may need it.
 
 git takes ``index.lock`` (and ``<ref>.lock``, ``config.lock``, ...) for each
 write, and refuses to start one while the file exists: "Unable to create
@@ -12,14 +17,32 @@ for it, or, when no git runs there, remove that exact file.
 from __future__ import annotations
 
 import os
-import re
-import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from onboard import lazy_re
 from onboard.errors import ProcError
 
-_LOCKED = re.compile(r"Unable to create '(?P<path>[^'\n]+\.lock)': File exists")
+# git commands (and `worktree`, `bisect`, ... subcommands) that only read state.
+_READS = frozenset({
+    "status", "diff", "log", "show", "rev-parse", "rev-list", "ls-files", "ls-tree", "cat-file",
+    "grep", "blame", "describe", "symbolic-ref", "for-each-ref", "show-ref", "merge-base",
+    "name-rev", "diff-tree", "diff-index", "diff-files", "shortlog", "count-objects",
+    "check-ignore", "check-attr", "var",
+})  # fmt: skip
+_READ_SUBCOMMANDS = frozenset({("worktree", "list"), ("bisect", "log"), ("remote", "get-url")})
+
+
+def read_only_env(args: Sequence[str]) -> dict[str, str]:
+    """The environment for ``git ARGS``: GIT_OPTIONAL_LOCKS=0 for a command that only
+    reads."""
+    words = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1 : i] != ["-c"]]
+    if words and (words[0] in _READS or tuple(words[:2]) in _READ_SUBCOMMANDS):
+        return {"GIT_OPTIONAL_LOCKS": "0"}
+    return {}
+
+
+_LOCKED = lazy_re.compile(r"Unable to create '(?P<path>[^'\n]+\.lock)': File exists")
 
 
 class GitLocked(ProcError):
@@ -34,6 +57,8 @@ def locked(failed: ProcError, *, what: str, cwd: str | os.PathLike[str] | None) 
     mo = _LOCKED.search(failed.stderr)
     if mo is None:
         return failed
+    import shlex
+
     lock = Path(mo.group("path"))
     if not lock.is_absolute():
         lock = Path(cwd or ".") / lock
@@ -93,6 +118,8 @@ def _repository_dirs(lock: Path) -> list[Path]:
 
 def _holders(lock: Path) -> Iterator[tuple[int, str]]:
     """(pid, command line) of the git processes working in the lock's repository."""
+    import shlex
+
     dirs = [os.path.realpath(d) for d in _repository_dirs(lock)]
     try:
         names = os.listdir("/proc")

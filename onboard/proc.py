@@ -471,35 +471,11 @@ class Running:
         return result
 
     def _until_main_exits(self) -> tuple[str, str, tuple[Leftover, ...]]:
-        """(stdout, stderr, what it left running): the output is read until the command's
-        own process exits; then what it left is stopped, and so its pipes close."""
         from onboard import proctree
 
-        popen = self._popen
-        chunks: tuple[list[bytes], list[bytes]] = ([], [])
-        readers = [
-            threading.Thread(target=_drain, args=(stream, into), daemon=True)
-            for stream, into in zip((popen.stdout, popen.stderr), chunks, strict=True)
-        ]
-        for reader in readers:
-            reader.start()
-        if popen.stdin is not None:
-            with contextlib.suppress(BrokenPipeError):
-                popen.stdin.write(self._input)
-                popen.stdin.close()
-        popen.wait()
-        with signals.critical():
-            left = proctree.stop_left_behind(
-                popen.pid, proctree.mark(CHILD_ENV, self._child), GRACE_SECONDS
-            )
-        for reader in readers:
-            # A process that left both the group and the token can still hold a pipe:
-            # what came until then is the output.
-            reader.join(GRACE_SECONDS)
-        out, err = (b"".join(c).decode("utf-8", "replace") for c in chunks)
-        if not isinstance(self._input, bytes):  # text mode reads universal newlines
-            out, err = (t.replace("\r\n", "\n").replace("\r", "\n") for t in (out, err))
-        return out, err, tuple(left)
+        needle = proctree.mark(CHILD_ENV, self._child)
+        with signals.critical():  # (a second Ctrl-C must not leave them half-stopped)
+            return proctree.output_until_exit(self._popen, self._input, needle, GRACE_SECONDS)
 
     def _expire(self, expired: threading.Event) -> None:
         expired.set()
@@ -654,15 +630,6 @@ def _kill_group(
         proc.wait()
         if child:
             kill_marked(child, name=CHILD_ENV)
-
-
-def _drain(stream: Any, into: list[bytes]) -> None:
-    """Read ``stream`` (a Popen pipe, text or binary) to its end into ``into``, in chunks
-    as they come."""
-    raw = getattr(stream, "buffer", stream)
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := raw.read1(65536):
-            into.append(chunk)
 
 
 def _text(out: str | bytes | None, err: str | bytes | None) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""Who runs below a process: its descendants, and what a finished child left behind.
+"""Who runs below a process: its descendants, and what a finished child left behind
+(and a child's output read until its own process exits: ``output_until_exit``).
 
 Read from Linux's /proc (elsewhere there is nothing to read, and callers fall
 back to process-group kills). ``proc`` marks every child it starts with a
@@ -14,9 +15,12 @@ import os
 import select
 import shlex
 import signal
+import subprocess
+import threading
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -171,3 +175,41 @@ def wait_gone(pids: Collection[int], seconds: float) -> list[int]:
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def output_until_exit(
+    popen: subprocess.Popen[Any], data: str | bytes | None, needle: bytes, grace: float
+) -> tuple[str, str, tuple[Leftover, ...]]:
+    """(stdout, stderr, what it left running) of ``popen`` (``data`` written to its stdin),
+    read until its own process exits; then what it left is stopped (``stop_left_behind``),
+    which closes the pipes those held."""
+    chunks: tuple[list[bytes], list[bytes]] = ([], [])
+    readers = [
+        threading.Thread(target=_drain, args=(stream, into), daemon=True)
+        for stream, into in zip((popen.stdout, popen.stderr), chunks, strict=True)
+    ]
+    for reader in readers:
+        reader.start()
+    if popen.stdin is not None:
+        with contextlib.suppress(BrokenPipeError):
+            popen.stdin.write(data)
+            popen.stdin.close()
+    popen.wait()
+    left = stop_left_behind(popen.pid, needle, grace)
+    for reader in readers:
+        # A process that left both the group and the token can still hold a pipe: what
+        # came until then is the output.
+        reader.join(grace)
+    out, err = (b"".join(c).decode("utf-8", "replace") for c in chunks)
+    if not isinstance(data, bytes):  # text mode, as Popen reads it: universal newlines
+        out, err = (t.replace("\r\n", "\n").replace("\r", "\n") for t in (out, err))
+    return out, err, tuple(left)
+
+
+def _drain(stream: Any, into: list[bytes]) -> None:
+    """Read ``stream`` (a Popen pipe, text or binary) to its end into ``into``, in chunks
+    as they come."""
+    raw = getattr(stream, "buffer", stream)
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := raw.read1(65536):
+            into.append(chunk)

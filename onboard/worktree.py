@@ -125,7 +125,7 @@ def _start_status(
     repo: str | os.PathLike[str], untracked: str, pathspec: Sequence[str], timeout: float
 ) -> proc.Running:
     # Not under ``signals.critical`` as other git calls are: with no optional lock
-    # (``git.read_only_env``), status writes nothing, not even git's stat cache, so it
+    # (``gitlock.read_only_env``), status writes nothing, not even git's stat cache, so it
     # never holds index.lock when another writer needs it. (The price: git never
     # writes back the stat data it refreshed, so the files of a tree written in the
     # same second as its index are re-read on each call until a writer refreshes it.)
@@ -147,7 +147,7 @@ def _start_status(
         check=False,
         timeout=timeout,
         what="`git status`",
-        extra_env={"GIT_OPTIONAL_LOCKS": "0"},  # (git.read_only_env, without its import)
+        extra_env={"GIT_OPTIONAL_LOCKS": "0"},  # (gitlock.read_only_env)
     )
 
 

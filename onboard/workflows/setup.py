@@ -469,7 +469,7 @@ class _Plan:
         result.actions.append(f"workspace moved into place at {self.root}")
         # git's stat cache, written with the checkout, marks the files written in the same
         # second as unsure; refreshed once now, a read-only `git status` (which writes no
-        # cache back: git.read_only_env) need not re-read them on every call.
+        # cache back: gitlock.read_only_env) need not re-read them on every call.
         git.refresh_index(self.root / CHECKOUT_DIR)
         return result
 
