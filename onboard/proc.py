@@ -474,8 +474,7 @@ class Running:
         from onboard import proctree
 
         needle = proctree.mark(CHILD_ENV, self._child)
-        with signals.critical():  # (a second Ctrl-C must not leave them half-stopped)
-            return proctree.output_until_exit(self._popen, self._input, needle, GRACE_SECONDS)
+        return proctree.output_until_exit(self._popen, self._input, needle, GRACE_SECONDS)
 
     def _expire(self, expired: threading.Event) -> None:
         expired.set()

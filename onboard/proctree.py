@@ -22,6 +22,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from onboard import signals
+
 
 @dataclass(frozen=True)
 class Leftover:
@@ -194,8 +196,9 @@ def output_until_exit(
         with contextlib.suppress(BrokenPipeError):
             popen.stdin.write(data)
             popen.stdin.close()
-    popen.wait()
-    left = stop_left_behind(popen.pid, needle, grace)
+    popen.wait()  # (Ctrl-C here: the caller stops the child and its group)
+    with signals.critical():  # a second Ctrl-C must not leave them half-stopped
+        left = stop_left_behind(popen.pid, needle, grace)
     for reader in readers:
         # A process that left both the group and the token can still hold a pipe: what
         # came until then is the output.
