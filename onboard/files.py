@@ -68,6 +68,35 @@ def write_text(path: Path, text: str, *, mode: int | None = None, journal: bool 
     write_bytes(path, text.encode("utf-8"), mode=mode, journal=journal)
 
 
+def with_line_endings_of(old: bytes, new: str) -> bytes:
+    """``new`` (an edit of ``old`` read as text: its lines end in LF) as bytes that keep
+    ``old``'s line endings: the lines before and after the edited part keep their own
+    (CRLF or LF), the edited lines take the file's most common one."""
+    was = old.splitlines(keepends=True)
+    now = new.encode("utf-8").splitlines(keepends=True)
+    crlf = old.count(b"\r\n")
+    usual = b"\r\n" if crlf > old.count(b"\n") - crlf else b"\n"
+
+    def bare(line: bytes) -> bytes:
+        return line.rstrip(b"\r\n")
+
+    def kept(o: bytes, n: bytes) -> bytes:  # a line as it was, ended as it was (or usual)
+        ending = o[len(bare(o)) :] or (usual if n != bare(n) else b"")
+        return bare(n) + ending
+
+    head = 0
+    while head < min(len(was), len(now)) and bare(was[head]) == bare(now[head]):
+        head += 1
+    tail = 0
+    while tail < min(len(was), len(now)) - head and bare(was[-1 - tail]) == bare(now[-1 - tail]):
+        tail += 1
+    cut_was, cut_now = len(was) - tail, len(now) - tail
+    before = [kept(o, n) for o, n in zip(was[:head], now[:head], strict=True)]
+    middle = [bare(n) + (usual if n != bare(n) else b"") for n in now[head:cut_now]]
+    after = [kept(o, n) for o, n in zip(was[cut_was:], now[cut_now:], strict=True)]
+    return b"".join(before + middle + after)
+
+
 def make_dirs(folder: Path) -> None:
     """``mkdir -p`` (journalled inside a transaction: a rollback removes what it made)."""
     if active:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import lazy_re, proc, signals
-from onboard.errors import BadInput, OnboardError, ProcTimeout
+from onboard import gitlock, lazy_re, proc, signals
+from onboard.errors import BadInput, OnboardError, ProcError, ProcTimeout
 
 # The open transactions' names for git's reflog (innermost last), and what
 # watches every git command onboard runs (the transaction journals those that
@@ -37,7 +37,10 @@ def git(
     """One git command, run whole: Ctrl-C and SIGTERM wait until it ends
     (``signals.critical``), because a git killed halfway through a checkout
     leaves ``index.lock`` and a half-written tree. Network commands that can
-    hang go through ``proc.stream`` with an idle timeout instead."""
+    hang go through ``proc.stream`` with an idle timeout instead.
+
+    A command that only reads takes no optional lock, and one refused for a lock
+    file says which file and who holds it (``gitlock``)."""
     argv: list[str] = ["git"]
     if repo is not None:
         argv += ["-C", os.fspath(repo)]
@@ -51,15 +54,18 @@ def git(
     argv += list(args)
     for observer in observers:
         observer(repo, list(args))
+    env = {**gitlock.read_only_env(args), **(extra_env or {})}
+    what = what or f"`git {args[0] if args else ''}`"
     with signals.critical():
-        return proc.run(
-            argv,
-            check=check,
-            timeout=timeout,
-            extra_env=extra_env,
-            what=what or f"`git {args[0] if args else ''}`",
-            next_step=next_step,
-        )
+        try:
+            return proc.run(
+                argv, check=check, timeout=timeout, extra_env=env, what=what,
+                next_step=next_step,
+            )  # fmt: skip
+        except ProcTimeout:
+            raise
+        except ProcError as exc:
+            raise gitlock.locked(exc, what=what, cwd=repo) from None
 
 
 def out(repo: str | os.PathLike[str] | None, *args: str, **kwargs: object) -> str:
@@ -146,6 +152,12 @@ def changes_since(repo: str | os.PathLike[str], base: str) -> dict[str, str]:
         elif code.strip() and "D" not in code and changes.get(path) != "added":
             changes[path] = "modified"
     return changes
+
+
+def refresh_index(repo: str | os.PathLike[str]) -> None:
+    """Bring git's stat cache up to date (a writer's `git update-index --refresh`); a
+    failure only leaves it as it was."""
+    git(repo, "update-index", "-q", "--refresh", check=False)
 
 
 def is_dirty(repo: str | os.PathLike[str], *, untracked: bool = False) -> bool:

@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onboard import signals
 from onboard.errors import OnboardError, ProcError, ProcTimeout
+
+if TYPE_CHECKING:
+    from onboard.proctree import Leftover
 
 # Never let git (or ssh under it) stop to ask for a password: a hidden prompt
 # looks exactly like a hang.
@@ -34,6 +37,8 @@ class Result:
     stdout: str
     stderr: str
     seconds: float
+    # What the command left running when it exited, stopped since (``until_main_exits``).
+    left_running: tuple[Leftover, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -77,15 +82,29 @@ def reaping() -> Iterator[Reaper]:
     then, after a normal end, start the work left for after it (``detach_after_run``)."""
     reaper = Reaper()
     _runs[0] += 1
+    if _runs[0] == 1:
+        _stopping[0] = False  # a new run
     try:
         if os.environ.get(RUN_ENV):
-            yield reaper  # an onboard further up (the one that started us) reaps for both
+            # An onboard further up (this process's, or the one that started us) reaps
+            # for both. But when that one is another process, it may be gone (killed
+            # outright): an interrupted run stops its own children itself.
+            try:
+                yield reaper
+            except BaseException:
+                if _runs[0] == 1:
+                    _stop_starting()
+                    kill_descendants()
+                raise
             return
         token = os.urandom(8).hex()  # (not `secrets`: the same bytes, a slower import)
         os.environ[RUN_ENV] = token
         started = _started[0]
         try:
             yield reaper
+        except BaseException:
+            _stop_starting()
+            raise
         finally:
             os.environ.pop(RUN_ENV, None)
             if _started[0] != started:
@@ -109,6 +128,31 @@ def reaping() -> Iterator[Reaper]:
 
 
 _runs = [0]  # open `reaping` blocks
+# Once an interrupted run stops its children, no worker thread of it starts a new one
+# (it would run on after the sweep, and the run would wait for it): ``_spawn``. The
+# main thread, which unwinds the run (and may start the next), is never refused.
+_stopping = [False]
+_SPAWNING = threading.Lock()
+
+
+def _stop_starting() -> None:
+    with _SPAWNING:
+        _stopping[0] = True
+
+
+def _spawn(
+    argv: list[str], cwd: str | os.PathLike[str] | None, **kwargs: Any
+) -> subprocess.Popen[Any]:
+    """``subprocess.Popen`` (its OSError as one paragraph), unless the run is stopping."""
+    with _SPAWNING:
+        if _stopping[0] and threading.current_thread() is not threading.main_thread():
+            raise KeyboardInterrupt(f"the run is being interrupted: `{argv[0]}` not started")
+        try:
+            return subprocess.Popen(argv, cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
+        except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
+            raise _cannot_start(argv, cwd, exc) from exc
+
+
 _after_run: list[Callable[[], None]] = []
 
 
@@ -149,9 +193,22 @@ def kill_marked(
     token: str, *, name: str = RUN_ENV, keep: set[int] | frozenset[int] = frozenset()
 ) -> list[int]:
     """SIGKILL every live process carrying ``name=token`` but ``keep``; returns their pids."""
+    return _kill_all(lambda: [pid for pid in marked(token, name=name) if pid not in keep])
+
+
+def kill_descendants() -> list[int]:
+    """SIGKILL every live process this one started, and what they started: its process
+    tree, and the holders of its children's tokens that left it (``proctree``)."""
+    from onboard import proctree
+
+    needles = [proctree.mark(CHILD_ENV, t) for t in _CHILD_TOKENS]
+    return _kill_all(lambda: proctree.descendants(os.getpid(), needles))
+
+
+def _kill_all(find: Callable[[], list[int]]) -> list[int]:
     killed = []
     for _ in range(5):  # a dying parent may start no one new, but be sure
-        pids = [pid for pid in marked(token, name=name) if pid not in keep]
+        pids = find()
         if not pids:
             break
         for pid in pids:
@@ -241,6 +298,7 @@ def run(
     next_step: str | None = None,
     starts_daemon: bool = False,
     background: bool = False,
+    until_main_exits: bool = False,
 ) -> Result:
     """Run a command to completion and capture its output as text.
 
@@ -251,6 +309,10 @@ def run(
     ``git fast-import`` stream with binary blobs); output is text either way.
     ``background``: work that runs beside the step a user waits on (verify's nvcc
     beside its CPU compile) runs under ``nice``, it and every process it starts.
+    ``until_main_exits``: the run ends when the command's own process exits (a user's
+    program), not when every process holding its output has (what it left running,
+    a server or a forgotten child, would hold it until the timeout); what it left is
+    stopped and named in ``Result.left_running``.
     """
     return start(
         args,
@@ -264,6 +326,7 @@ def run(
         next_step=next_step,
         starts_daemon=starts_daemon,
         background=background,
+        until_main_exits=until_main_exits,
     ).result()
 
 
@@ -280,6 +343,7 @@ def start(
     next_step: str | None = None,
     starts_daemon: bool = False,
     background: bool = False,
+    until_main_exits: bool = False,
 ) -> Running:
     """``run``, started now and waited for at ``Running.result()``.
 
@@ -298,23 +362,24 @@ def start(
         full_env.pop(RUN_ENV, None)
     began = time.monotonic()
     _started[0] += 1
-    try:
-        popen = subprocess.Popen(
-            launch,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=full_env,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=not binary,
-            errors=None if binary else "replace",
-            start_new_session=True,
-        )
-    except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
-        raise _cannot_start(argv, cwd, exc) from exc
+    popen = _spawn(
+        launch,
+        cwd,
+        env=full_env,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=not binary,
+        errors=None if binary else "replace",
+        start_new_session=True,
+    )
     if background:
         _lower_autogroup(popen.pid)
-    return Running(popen, argv, full_env[CHILD_ENV], began, timeout, check, input, what, next_step)
+    running = Running(
+        popen, argv, full_env[CHILD_ENV], began, timeout, check, input, what, next_step
+    )
+    running.until_main_exits = until_main_exits
+    return running
 
 
 class Running:
@@ -342,6 +407,7 @@ class Running:
         self._what = what
         self._next_step = next_step
         self._result: Result | None = None
+        self.until_main_exits = False  # see ``run``
 
     @property
     def pid(self) -> int:
@@ -364,8 +430,12 @@ class Running:
             timer = threading.Timer(left, self._expire, (expired,))
             timer.daemon = True
             timer.start()
+        leftovers: tuple[Leftover, ...] = ()
         try:
-            out, err = _text(*popen.communicate(input=self._input))
+            if self.until_main_exits:
+                out, err, leftovers = self._until_main_exits()
+            else:
+                out, err = _text(*popen.communicate(input=self._input))
         except BaseException:
             _kill_group(popen, self._child)
             raise
@@ -384,8 +454,9 @@ class Running:
                 next_step=self._next_step,
             )
         result = Result(
-            tuple(argv), popen.returncode, out or "", err or "", time.monotonic() - self._began
-        )
+            tuple(argv), popen.returncode, out or "", err or "", time.monotonic() - self._began,
+            leftovers,
+        )  # fmt: skip
         if self._check and popen.returncode != 0:
             raise ProcError(
                 f"{self._what or 'The command'} failed (exit {popen.returncode}): "
@@ -398,6 +469,12 @@ class Running:
             )
         self._result = result
         return result
+
+    def _until_main_exits(self) -> tuple[str, str, tuple[Leftover, ...]]:
+        from onboard import proctree
+
+        needle = proctree.mark(CHILD_ENV, self._child)
+        return proctree.output_until_exit(self._popen, self._input, needle, GRACE_SECONDS)
 
     def _expire(self, expired: threading.Event) -> None:
         expired.set()
@@ -437,21 +514,18 @@ def stream(
     child_env = _marked_env(dict(env) if env is not None else environ())
     child = child_env[CHILD_ENV]
     _started[0] += 1
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            bufsize=1,
-            start_new_session=True,
-        )
-    except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
-        raise _cannot_start(argv, cwd, exc) from exc
+    proc = _spawn(
+        argv,
+        cwd,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        start_new_session=True,
+    )
     log = log_path.open("a", encoding="utf-8") if log_path else None
     last_output = [time.monotonic()]
     stopped: list[str] = []
@@ -529,7 +603,11 @@ def _marked_env(env: dict[str, str]) -> dict[str, str]:
     if token:
         env[RUN_ENV] = token
     env[CHILD_ENV] = os.urandom(6).hex()
+    _CHILD_TOKENS.append(env[CHILD_ENV])
     return env
+
+
+_CHILD_TOKENS: list[str] = []  # of every child started here (``kill_descendants``)
 
 
 def _kill_group(
@@ -666,18 +744,18 @@ class Child:
         # A file, not a pipe: nobody reads it while the answer is awaited.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by release)
         try:
-            self._proc = subprocess.Popen(
+            self._proc = _spawn(
                 self.argv,
-                cwd=os.fspath(cwd) if cwd is not None else None,
+                cwd,
                 env=dict(env) if env is not None else environ(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
                 start_new_session=True,
             )
-        except OSError as exc:
+        except BaseException:
             self._stderr.close()
-            raise _cannot_start(self.argv, cwd, exc) from exc
+            raise
 
     @property
     def pid(self) -> int:
@@ -707,7 +785,7 @@ class Child:
                 )
             return None
         except BaseException:
-            _kill_group(proc)  # type: ignore[arg-type]
+            _kill_group(proc)
             raise
         finally:
             timer.cancel()
@@ -729,5 +807,5 @@ class Child:
         _DETACHED.add(self._proc.pid)
 
     def stop(self) -> None:
-        _kill_group(self._proc)  # type: ignore[arg-type]
+        _kill_group(self._proc)
         self.release()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard.resources import templates_dir
+from onboard.shell import quote
 
 
 def environment(override: Path | None = None) -> Any:
@@ -19,7 +20,7 @@ def environment(override: Path | None = None) -> Any:
     if user and user.is_dir():
         search.append(str(user))
     search.append(str(templates_dir()))
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,  # a missing variable is an error, never ""
         keep_trailing_newline=True,
@@ -27,6 +28,8 @@ def environment(override: Path | None = None) -> Any:
         lstrip_blocks=True,
         autoescape=False,
     )
+    env.filters["quote"] = quote  # `{{ path | quote }}` in a command a user may paste
+    return env
 
 
 def render(name: str, /, **context: Any) -> str:

@@ -66,10 +66,21 @@ class LineReporter(Reporter):
     """Plain lines on a stream (a nox session's output): steps and each check's start and end."""
 
     stream: TextIO = field(default_factory=lambda: sys.stdout)
+    output_gone: bool = False  # the reader closed the stream: lines go nowhere now
 
     def _line(self, text: str) -> None:
-        self.stream.write(f"onboard: {text}\n")
-        self.stream.flush()
+        if self.output_gone:
+            return
+        try:
+            self.stream.write(f"onboard: {text}\n")
+            self.stream.flush()
+        except BrokenPipeError:
+            # Not raised into the worker thread reporting: the run is stopped instead,
+            # like an interrupt (``outputs``).
+            from onboard import outputs
+
+            self.output_gone = True
+            outputs.gone()
 
     def step(self, message: str) -> None:
         super().step(message)

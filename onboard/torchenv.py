@@ -24,6 +24,7 @@ from typing import Any
 from onboard import proc
 from onboard.cache import cache_dir, read_valid
 from onboard.errors import OnboardError, ProcTimeout
+from onboard.shell import quote
 
 PROBE_TIMEOUT = 180.0
 _MARKER = "@@ONBOARD-PROBE@@"
@@ -185,6 +186,8 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
     empty folder (or ``cwd``) with PYTHONSAFEPATH=1, never a checkout's torch/
     from the folder onboard runs in (``shadowing_tree`` tells about that)."""
     exe = python or sys.executable
+    if os.sep in exe:  # a path from this folder: the probe runs in another one
+        exe = os.path.abspath(exe)
     if os.sep not in exe and proc.which(exe) is None:
         raise OnboardError(
             f"There is no interpreter called {exe!r} on PATH.",
@@ -211,8 +214,8 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
         raise OnboardError(
             f"The interpreter {exe!r} did not finish `import torch` within {PROBE_TIMEOUT:g} s "
             "and was stopped.",
-            next_step=f"Time `{exe} -c 'import torch'` yourself; a hang there usually comes from "
-            "a network file system or a CUDA driver stuck initialising. Then run "
+            next_step=f"Time `{quote(exe)} -c 'import torch'` yourself; a hang there usually comes "
+            "from a network file system or a CUDA driver stuck initialising. Then run "
             "`onboard doctor` again.",
         ) from exc
     except OnboardError as exc:
@@ -242,7 +245,7 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
             f"The interpreter {exe!r} did not answer onboard's probe (exit {result.returncode}): "
             f"{(result.stderr.strip().splitlines() or ['no output'])[-1]}",
             next_step="Check that it is a working Python 3 (`"
-            f"{exe} -c 'import sys; print(sys.version)'`) and pass it with --python.",
+            f"{quote(exe)} -c 'import sys; print(sys.version)'`) and pass it with --python.",
         )
     return from_payload(payload)
 

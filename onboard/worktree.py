@@ -124,17 +124,16 @@ def start_status_v2(repo: str | os.PathLike[str], *, timeout: float = 120) -> Pe
 def _start_status(
     repo: str | os.PathLike[str], untracked: str, pathspec: Sequence[str], timeout: float
 ) -> proc.Running:
-    # Not under ``signals.critical`` as other git calls are: status changes nothing
-    # but git's stat cache, and git removes its index.lock on the SIGTERM that
-    # stopping it sends.
+    # Not under ``signals.critical`` as other git calls are: with no optional lock
+    # (``gitlock.read_only_env``), status writes nothing, not even git's stat cache, so it
+    # never holds index.lock when another writer needs it. (The price: git never
+    # writes back the stat data it refreshed, so the files of a tree written in the
+    # same second as its index are re-read on each call until a writer refreshes it.)
     return proc.start(
         [
             "git",
             "-C",
             os.fspath(repo),
-            # (Not --no-optional-locks: git then never writes back the stat data it
-            # refreshed, and a tree written in the same second as its index, as a
-            # fresh checkout is, has every file re-read on every call.)
             "status",
             "--porcelain=v2",
             "-z",
@@ -148,6 +147,7 @@ def _start_status(
         check=False,
         timeout=timeout,
         what="`git status`",
+        extra_env={"GIT_OPTIONAL_LOCKS": "0"},  # (gitlock.read_only_env)
     )
 
 

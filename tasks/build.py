@@ -86,11 +86,15 @@ def _plan_by_hand(session: nox.Session, posargs: list[str]) -> dict[str, Any]:
 def build(session: nox.Session) -> None:
     """Build the checkout: pip install --no-build-isolation -v -e . (`onboard build --dry-run`
     explains the plan)."""
-    from onboard import transaction
+    from onboard import outputs, transaction
     from onboard.errors import OnboardError
 
     try:
-        with transaction.nox_session(Path.cwd(), command="nox -s build"):
+        # A build whose output has no reader any more (`onboard build` killed) stops.
+        with (
+            transaction.nox_session(Path.cwd(), command="nox -s build"),
+            outputs.stop_when_unread(),
+        ):
             _build(session)
     except OnboardError as exc:
         session.error(exc.paragraph())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onboard.shell import quote
 from onboard.workflows.verify import FAILED, NOT_CHECKED, PASSED, Check, VerifyContext, check
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def new_op(ctx: VerifyContext) -> list[Check]:
                 f"new-op {name}",
                 NOT_CHECKED,
                 f"aten::{name} is not in this checkout's native_functions.yaml; switch to its "
-                f"branch (`git -C {checkout} switch {branch_name(name)}`) to check it",
+                f"branch (`git -C {quote(checkout)} switch {branch_name(name)}`) to check it",
             )
         )
     for name in elsewhere:
@@ -62,7 +63,7 @@ def new_op(ctx: VerifyContext) -> list[Check]:
                 f"practice {name}",
                 NOT_CHECKED,
                 f"the practice files of aten::{name} are not in this checkout; switch to its "
-                f"branch (`git -C {checkout} switch {practice_branch(name)}`) to judge them",
+                f"branch (`git -C {quote(checkout)} switch {practice_branch(name)}`) to judge them",
             )
         )
     work = [(f"new-op {n}", verify_op, n) for n in present]

@@ -23,7 +23,7 @@ __all__ += ["build"]
 @nox.session(python=False, name="verify")
 def verify(session: nox.Session) -> None:
     """Check the workspace: checkout commit, IDE/debugger files, prefix mapping, ..."""
-    from onboard import transaction, workspace
+    from onboard import outputs, transaction, workspace
     from onboard.console import stdout_console
     from onboard.errors import OnboardError
     from onboard.report import LineReporter
@@ -32,8 +32,11 @@ def verify(session: nox.Session) -> None:
     try:
         # The same lock as every writing command (shared with an `onboard verify`
         # that started this session); Ctrl-C/SIGTERM stop the compile children,
-        # and none outlives the session.
-        with transaction.nox_session(Path.cwd(), command="nox -s verify"):
+        # and none outlives the session. Nor does the session outlive its reader.
+        with (
+            transaction.nox_session(Path.cwd(), command="nox -s verify"),
+            outputs.stop_when_unread(),
+        ):
             ws = workspace.load(Path.cwd())
             # A line as each check starts and ends: `onboard verify` shows them live.
             result = run_checks(ws, LineReporter())

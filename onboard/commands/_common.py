@@ -92,9 +92,23 @@ def python_option(func: Callable[..., Any] | None = None, *, help: str = _PYTHON
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         # A path or a name on PATH (`python3.12`): no existence check here.
-        return click.option("--python", "python", type=PathParam(), default=None, help=help)(f)
+        return click.option(
+            "--python", "python", type=PathParam(), default=None, help=help,
+            callback=_interpreter_path,
+        )(f)  # fmt: skip
 
     return decorate(func) if func is not None else decorate
+
+
+def _interpreter_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A value with a slash is a path, from the current folder as the shell takes it
+    (children run elsewhere: the probe in an empty folder); a bare name stays a name,
+    for PATH. Not resolved: a venv's python is a symlink that must stay one."""
+    import os
+
+    if value and os.sep in value:
+        return os.path.abspath(os.path.expanduser(value))
+    return value
 
 
 def reporter(as_json: bool, verbose: bool) -> Any:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from onboard import workspace
 from onboard.workflows.checkout import human_bytes
+from onboard.shell import quote
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,4 +68,4 @@ def render(result: SetupResult, console: Console, verbose: bool) -> None:
         console.print(f"[dim]note:[/] {note}")
     for problem in result.problems:
         console.print(f"[red]problem:[/] {problem}")
-    console.print(f"Next: `cd {result.workspace} && nox -s verify` (or `onboard verify`).")
+    console.print(f"Next: `cd {quote(result.workspace)} && nox -s verify` (or `onboard verify`).")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from onboard import git, workspace
 from onboard.errors import OnboardError
 from onboard.report import CHECK_LINE, Reporter
+from onboard.shell import quote
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -175,9 +176,16 @@ def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> Ver
         return checks
 
     result = VerifyResult(ws.root)
-    with ThreadPoolExecutor(max_workers=max(1, len(CHECKS))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, len(CHECKS)))
+    try:
         for checks in pool.map(one, CHECKS):
             result.checks += checks
+    except BaseException:
+        # An interrupt does not wait for the checks: their children are stopped by the
+        # run's reaping (``proc``), and the threads end with them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return result
 
 
@@ -202,7 +210,7 @@ def verify_via_nox(ws: workspace.Workspace, *, reporter: Reporter) -> VerifyResu
         )
     report = ws.root / REPORT_PATH
     report.unlink(missing_ok=True)
-    reporter.step(f"nox -f {noxfile} -s verify")
+    reporter.step(f"nox -f {quote(noxfile)} -s verify")
     lines: list[str] = []
 
     def on_line(line: str) -> None:
@@ -229,7 +237,7 @@ def verify_via_nox(ws: workspace.Workspace, *, reporter: Reporter) -> VerifyResu
         tail = "\n".join(lines[-15:])
         raise OnboardError(
             f"`nox -s verify` in {ws.root} exited {rc} without writing its report:\n{tail}",
-            next_step=f"Run `cd {ws.root} && nox -s verify` to see the whole output.",
+            next_step=f"Run `cd {quote(ws.root)} && nox -s verify` to see the whole output.",
         )
     return VerifyResult.from_json(json.loads(report.read_text(encoding="utf-8")))
 
@@ -321,15 +329,15 @@ def _reference_drift(repo: Path, found: dict[str, str], version: str, installed:
     )
     new_tag = reference_tree.tag_name(version)
     if git.ref_value(repo, f"refs/tags/{new_tag}") is None:
-        return text + f": run `onboard setup {repo.parent} --from-wheel` to add its tree"
+        return text + f": run `onboard setup {quote(repo.parent)} --from-wheel` to add its tree"
     branch = git.current_branch(repo)
     old_tag = reference_tree.tag_name(old) if old else None
     if branch and branch != "reference" and old_tag and git.ref_value(repo, f"refs/tags/{old_tag}"):
-        return (
-            text
-            + f": move your work with `git -C {repo} rebase --onto {new_tag} {old_tag} {branch}`"
+        return text + (
+            f": move your work with `git -C {quote(repo)} rebase --onto {new_tag} {old_tag} "
+            f"{branch}`"
         )
-    return text + f": `git -C {repo} checkout reference` holds torch {version}'s tree"
+    return text + f": `git -C {quote(repo)} checkout reference` holds torch {version}'s tree"
 
 
 def _ide_paths(ws: workspace.Workspace) -> dict[str, Path]:

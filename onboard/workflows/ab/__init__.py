@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
+from onboard.proctree import Leftover, left_note
 from onboard.report import Reporter
 from onboard.workflows.ab import runs, sides, startup, stats
 
@@ -80,7 +81,9 @@ class ABResult:
     verdict, clear, detail, a, b}], ``script_metrics`` (bool: the script printed
     name=value lines), ``noise`` ({spread_a, spread_b, load_before, load_after,
     cores, noisy, warning}), ``environment`` ({same, differences: [line], compiled_a,
-    compiled_b: .py files each run compiled from source}), ``notes``, ``seconds``."""
+    compiled_b: .py files each run compiled from source}), ``notes``, ``seconds``,
+    ``left_running`` ({side: [{pid, command}]}: what the script's runs left running at
+    exit, stopped)."""
 
     script: Path
     args: list[str]
@@ -97,6 +100,8 @@ class ABResult:
     compiled: dict[str, list[int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # side -> what the script's runs on it left running when they exited (stopped)
+    left_running: dict[str, list[Leftover]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -128,6 +133,9 @@ class ABResult:
             },
             "notes": self.notes,
             "seconds": round(self.seconds, 2),
+            "left_running": {
+                side: [p.to_json() for p in left] for side, left in self.left_running.items()
+            },
         }
 
     def render(self, console: Console, verbose: bool) -> None:
@@ -280,6 +288,20 @@ def _rounds(
     return done
 
 
+def _sweep(ws: Workspace | None) -> list[str]:
+    """Remove what `onboard ab` runs killed outright left in ``ws``; a note for each."""
+    if ws is None:
+        return []
+    from onboard.workflows.ab import worktrees
+
+    notes = [
+        f"removed the worktree {tree}, left by an `onboard ab` that was killed"
+        for tree in worktrees.sweep_dead_worktrees(ws.checkout_path)
+    ]
+    worktrees.sweep_dead_runs(ws.root / worktrees.RUNS)
+    return notes
+
+
 def compare(
     script: Path,
     *,
@@ -303,20 +325,25 @@ def compare(
     script = sides.check_script(script)
     specs = {"A": sides.check_spec(a), "B": sides.check_spec(b)}
     cwd = runs.cwd_for(script)
+    swept = _sweep(ws)
     load_before = os.getloadavg()[0]
     with sides.prepared(specs, ws, python) as (prepared, _work):
         side_a, side_b = prepared
         result = ABResult(script, list(args or []), side_a, side_b, budget=budget)
+        result.notes += swept
         by_label = {"A": side_a, "B": side_b}
 
         def once(label: str) -> runs.Run:
-            return runs.run_once(
+            run = runs.run_once(
                 by_label[label],
                 script,
                 result.args,
                 cwd=cwd,
                 timeout=timeout,
             )
+            if run.left_running:
+                result.left_running.setdefault(label, []).extend(run.left_running)
+            return run
 
         reporter.step(f"warm-up: one run on A ({side_a.spec}) and one on B ({side_b.spec})")
         warm = [once("A"), once("B")]
@@ -338,5 +365,7 @@ def compare(
             "each process are compared (print e.g. `forward_ms=12.3` to compare your own "
             "measurements)"
         )
+    for label, left in sorted(result.left_running.items()):
+        result.notes.append(left_note(left, f"your script's runs on {label}"))
     result.seconds = time.monotonic() - start
     return result

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from onboard import proc
 from onboard.errors import OnboardError, ProcTimeout
+from onboard.proctree import Leftover
+from onboard.redact import redact
 from onboard.workflows.ab.sides import Side
 
 MARKER = "@@ONBOARD-AB@@"
@@ -31,6 +33,7 @@ class Run:
     metrics: dict[str, float] = field(default_factory=dict)
     output: tuple[str, ...] = ()  # stdout lines that are not metrics
     compiled: int | None = None  # .py files compiled from source in the run (not from bytecode)
+    left_running: tuple[Leftover, ...] = ()  # what the script left when it exited (stopped)
 
 
 class RunFailed(OnboardError):
@@ -83,6 +86,7 @@ def run_once(side: Side, script: Path, args: list[str], *, cwd: Path, timeout: f
             timeout=timeout,
             check=False,
             what=f"The script on {side.label} ({side.spec})",
+            until_main_exits=True,
         )
     except ProcTimeout:
         raise RunFailed(
@@ -90,7 +94,7 @@ def run_once(side: Side, script: Path, args: list[str], *, cwd: Path, timeout: f
             "no verdict.",
             next_step="Make the script shorter, or raise --timeout.",
         ) from None
-    own, stderr, compiled = _report(result.stderr)
+    own, stderr, compiled = _report(redact(result.stderr))  # shown on a failure: never a token in it
     if result.returncode != 0:
         lines = stderr.splitlines()[-_TAIL:] or ["(no output on stderr)"]
         tail = "\n".join("    " + line for line in lines)
@@ -100,12 +104,19 @@ def run_once(side: Side, script: Path, args: list[str], *, cwd: Path, timeout: f
             next_step=f"Fix the script (it runs as `{command}` on {side.label}) and run "
             "`onboard ab` again.",
         )
-    metrics, rest = parse_output(result.stdout)
+    metrics, rest = parse_output(redact(result.stdout))  # (its lines are shown in a diff)
     measured = {WALL: result.seconds, **own}
     clash = set(metrics) & set(measured)
     for name in clash:  # the script's own number of that name wins; ours is renamed
         measured[f"onboard_{name}"] = measured.pop(name)
-    return Run(side.label, result.seconds, {**measured, **metrics}, rest, compiled)
+    return Run(
+        side.label,
+        result.seconds,
+        {**measured, **metrics},
+        rest,
+        compiled=compiled,
+        left_running=result.left_running,
+    )
 
 
 def cwd_for(script: Path) -> Path:

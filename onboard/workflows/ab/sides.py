@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from onboard import git, proc
 from onboard.errors import BadInput, NoWorkspace, OnboardError
-from onboard.workflows.ab import startup
+from onboard.workflows.ab import startup, worktrees
 from onboard.workspace import Workspace
 
 INSTALLED = "installed"
@@ -277,10 +276,11 @@ def prepared(
     specs: dict[str, str], ws: Workspace | None, python: str
 ) -> Iterator[tuple[list[Side], Path]]:
     """The sides, and a folder for the run's files; both removed afterwards."""
-    parent = ws.root / ".onboard" / "ab" if ws is not None else None
+    parent = ws.root / worktrees.RUNS if ws is not None else None
     if parent is not None:
         parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+    run = worktrees.make_run_folder(parent)  # owned while this run lives (a kill: swept later)
+    work = run.path
     added: list[tuple[Path, Path]] = []  # (repo, worktree) this run made
     try:
         sides = [_make(label, spec, ws, python, work, added) for label, spec in specs.items()]
@@ -291,6 +291,7 @@ def prepared(
         for repo, tree in added:
             git.worktree_remove(repo, tree)
         shutil.rmtree(work, ignore_errors=True)
+        run.release()
 
 
 def _make(
@@ -333,7 +334,7 @@ def _make(
                 next_step=f"Pick one from `git -C {checkout} log --oneline`.",
             )
         installed = torch_dir(python, work)
-        tree = work / f"worktree-{label}"
+        tree = work / f"{worktrees.TREE_PREFIX}{label}"
         git.worktree_add(checkout, tree, sha)
         added.append((checkout, tree))
         return _overlay_side(

@@ -18,6 +18,7 @@ from onboard import git, transaction, workspace
 from onboard.cache import writable_cache_dir
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows.bisect.builds import MODES, Builder, require_session_for_always
 from onboard.workflows.bisect.commits import CommitBisector, Terms
 from onboard.workflows.bisect.guard import Original, RepoGuard, check_startable, stamp
@@ -120,10 +121,10 @@ def _resolve_rev(repo: Path, ref: str, flag: str) -> str:
         f"{flag} {ref} is not a commit in {repo}"
         + (" (the checkout is shallow, so older commits are not there)." if shallow else "."),
         next_step=(
-            f"Fetch the history: `git -C {repo} fetch --unshallow --tags origin`."
+            f"Fetch the history: `git -C {quote(repo)} fetch --unshallow --tags origin`."
             if shallow
-            else f"Fetch tags with `git -C {repo} fetch --tags origin`, or pick a commit from "
-            f"`git -C {repo} log --oneline --first-parent`."
+            else f"Fetch tags with `git -C {quote(repo)} fetch --tags origin`, or pick a commit "
+            f"from `git -C {quote(repo)} log --oneline --first-parent`."
         ),
     )
 
@@ -290,7 +291,8 @@ def run_bisect(
             if missing:
                 result.notes.append(
                     f"The repository {repo_root} has no tag {' or '.join(missing)}, so the commit "
-                    f"level was not run (fetch tags: `git -C {repo_root} fetch --tags origin`)."
+                    f"level was not run (fetch tags: `git -C {quote(repo_root)} fetch --tags "
+                    "origin`)."
                 )
                 return result
             if original is None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from onboard import git
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows.bisect.builds import Builder
 from onboard.workflows.bisect.guard import Original, RepoGuard
 from onboard.workflows.bisect.model import (
@@ -271,7 +272,7 @@ class CommitBisector:
                 f"git bisect could not check out the next commit in {self.repo}: untracked "
                 f"files would be overwritten by it ({', '.join(files[:5])}"
                 f"{', ...' if len(files) > 5 else ''}).",
-                next_step=f"Move those files out of {self.repo} (`git -C {self.repo} status "
+                next_step=f"Move those files out of {self.repo} (`git -C {quote(self.repo)} status "
                 "--untracked-files` lists them), then run the bisect again.",
             )
         raise OnboardError(
@@ -290,8 +291,9 @@ class CommitBisector:
             return
         repo = self.repo
         by_hand = (
-            f"Check by hand: `git -C {repo} checkout {new_ref} && PYTHONPATH={repo} "
-            f"{self.runner.python} {self.runner.repro}; echo $?`, then `git -C {repo} checkout -` "
+            f"Check by hand: `git -C {quote(repo)} checkout {new_ref} && PYTHONPATH={quote(repo)} "
+            f"{quote(self.runner.python)} {quote(self.runner.repro)}; echo $?`, then "
+            f"`git -C {quote(repo)} checkout -` "
         )
         last = _last_lines(vo if at_old == FAIL else vn)
         if not t.fix:

@@ -27,6 +27,7 @@ from typing import Any
 from onboard import git, signals
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.signals import Terminated
 
 __all__ = ["Original", "RepoGuard", "Terminated", "check_startable", "stamp"]
@@ -55,8 +56,8 @@ def check_startable(repo: Path) -> Original:
         raise OnboardError(
             f"A `git bisect` is already in progress in {repo}; onboard will not start a second "
             "one on top of it.",
-            next_step=f"Finish or abandon it first: `git -C {repo} bisect log` shows it, "
-            f"`git -C {repo} bisect reset` ends it and returns to where it started.",
+            next_step=f"Finish or abandon it first: `git -C {quote(repo)} bisect log` shows it, "
+            f"`git -C {quote(repo)} bisect reset` ends it and returns to where it started.",
         )
     dirty = git.status_porcelain(repo, untracked=False)
     if dirty:
@@ -64,7 +65,8 @@ def check_startable(repo: Path) -> Original:
         raise OnboardError(
             f"The checkout {repo} has uncommitted changes ({shown}); bisecting checks out other "
             "commits, which would carry or clash with them.",
-            next_step=f"Commit or stash them (`git -C {repo} stash`), then run the bisect again.",
+            next_step=f"Commit or stash them (`git -C {quote(repo)} stash`), then run the bisect "
+            "again.",
         )
     head, branch = git.head_state(repo)
     if head is None:
@@ -108,7 +110,7 @@ class RepoGuard:
                 if self.saved_log is not None:
                     self.reporter.step(
                         f"bisect log saved to {self.saved_log} "
-                        f"(replay: git -C {self.repo} bisect replay {self.saved_log})"
+                        f"(replay: git -C {quote(self.repo)} bisect replay {quote(self.saved_log)})"
                     )
                 if problem:
                     if exc_type is None:
@@ -149,8 +151,8 @@ class RepoGuard:
         o = self.original
         target = o.branch if o.branch else f"--detach {o.head}"
         return (
-            f"Restore it by hand: `git -C {self.repo} bisect reset; "
-            f"git -C {self.repo} checkout {target}`."
+            f"Restore it by hand: `git -C {quote(self.repo)} bisect reset; "
+            f"git -C {quote(self.repo)} checkout {target}`."
         )
 
     def save_log(self) -> Path | None:

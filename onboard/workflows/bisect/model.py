@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import git
+from onboard.shell import quote
 from onboard.workflows.bisect.builds import BuildOutcome
 from onboard.workflows.bisect.runner import Verdict
 
@@ -207,7 +208,7 @@ class CommitBisect:
 
     @property
     def replay(self) -> str | None:
-        return f"git -C {self.repo} bisect replay {self.log}" if self.log else None
+        return f"git -C {quote(self.repo)} bisect replay {quote(self.log)}" if self.log else None
 
 
 @dataclass

@@ -31,6 +31,7 @@ from onboard.workflows.build import (
 )
 from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Choice, Part
+from onboard.shell import quote
 
 if TYPE_CHECKING:
     from onboard.report import Reporter
@@ -150,7 +151,7 @@ class BuildPlan:
             message = f"The build cannot start: {len(parts)} problems. {numbered}"
         return OnboardError(
             message,
-            next_step=f"Then run `onboard build --workspace {self.workspace}` again "
+            next_step=f"Then run `onboard build --workspace {quote(self.workspace)}` again "
             "(`--dry-run` shows the plan without building).",
         )
 
@@ -234,7 +235,7 @@ def _buildable_checkout(ws: Workspace) -> Path:
     if not ws.checkout_path.is_dir():
         raise OnboardError(
             f"The workspace's checkout {ws.checkout_path} does not exist.",
-            next_step=f"Run `onboard setup {ws.root}` to restore it.",
+            next_step=f"Run `onboard setup {quote(ws.root)}` to restore it.",
         )
     return ws.checkout_path
 
@@ -283,7 +284,8 @@ def _commands(
     if install:
         commands.append("pip install " + " ".join(f"'{s}'" for s in install))
     commands.append(
-        f"cd {ws.checkout_path} && <env above> python -m pip install --no-build-isolation -v -e ."
+        f"cd {quote(ws.checkout_path)} && <env above> python -m pip install "
+        "--no-build-isolation -v -e ."
         + ("".join(f" {a}" for a in extra_args))
     )
     return tuple(commands)

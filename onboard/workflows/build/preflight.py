@@ -17,6 +17,7 @@ from onboard.workflows.build import machine, requirements
 from onboard.workflows.build.machine import Tool
 from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Part
+from onboard.shell import quote
 
 # PyTorch's top-level CMakeLists.txt: cmake_minimum_required(VERSION 3.27 ...).
 DEFAULT_MIN_CMAKE = (3, 27)
@@ -105,7 +106,7 @@ def tool_from(
     if venv_exe.exists():
         tool = machine.tool_at(name, str(venv_exe))
         fix = (
-            f"Remove the build venv (`rm -rf {venv}`) so the session reinstalls "
+            f"Remove the build venv (`rm -rf {quote(venv)}`) so the session reinstalls "
             f"{pypi_spec} from PyPI"
         )
         return _version_check(name, tool, minimum, "the build venv's", fix=fix), None
@@ -172,7 +173,7 @@ def submodules(root: Path, checkout: Path) -> Check:
             False,
             f"{len(missing)} of {len(rows)} submodules are not checked out ({shown}); "
             "PyTorch's CMake needs them all.",
-            f"`onboard setup {root} --with-submodules` (or `git -C {checkout} "
+            f"`onboard setup {quote(root)} --with-submodules` (or `git -C {quote(checkout)} "
             "submodule update --init --recursive --depth 1 --jobs 4`)",
         )
     return Check("submodules", True, f"all {len(rows)} checked out")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from onboard import proc
 from onboard.errors import OnboardError
+from onboard.shell import quote
 from onboard.workflows.build.log import FirstError, first_error, parse_progress
 from onboard.workflows.build.plan import BuildPlan
 from onboard.workflows.build.verify import (
@@ -161,7 +162,7 @@ def _build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
         raise OnboardError(
             f"{noxfile} is missing or is not onboard's generated noxfile, so the build session "
             "cannot be found.",
-            next_step=f"Run `onboard setup {ws.root}` to regenerate it "
+            next_step=f"Run `onboard setup {quote(ws.root)}` to regenerate it "
             "(a changed copy is backed up).",
         )
     plan_path = plan.write_for_session()

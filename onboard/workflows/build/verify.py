@@ -15,6 +15,7 @@ from typing import Any
 
 from onboard import git, proc, torchenv
 from onboard.errors import OnboardError
+from onboard.shell import quote
 
 _CHILD = r"""
 import glob, json, os, sys
@@ -209,7 +210,9 @@ def point_launch_at(checkout: Path, venv_python: Path) -> IdeChange:
     }
     try:
         # A build's workspace is a full checkout (setup without --from-wheel).
-        action = ide.write_merged(path, merge, fresh, again=f"onboard setup {checkout.parent}")
+        action = ide.write_merged(
+            path, merge, fresh, again=f"onboard setup {quote(checkout.parent)}"
+        )
     except OSError as exc:
         raise OnboardError(
             f"Could not update {path}: {exc}.",

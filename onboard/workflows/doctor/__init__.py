@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 
 from onboard import git, torchenv
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor.report import (
     ERROR,
@@ -140,8 +141,8 @@ def _no_torch(env: TorchEnv) -> Finding:
         f"`import torch` finds no torch package on this interpreter's sys.path (Python "
         f"{env.python.version}, prefix {env.python.prefix}). Every other onboard command works "
         "on the torch of an interpreter.",
-        f"Install it into this interpreter: `{exe} -m pip install torch` (for a CUDA build pick "
-        "the --index-url from https://pytorch.org/get-started/locally/), or point onboard at "
+        f"Install it into this interpreter: `{quote(exe)} -m pip install torch` (for a CUDA build "
+        "pick the --index-url from https://pytorch.org/get-started/locally/), or point onboard at "
         "the Python that has it: `onboard doctor --python /path/to/venv/bin/python`.",
     )
 
@@ -362,7 +363,7 @@ def _runtime(env: TorchEnv) -> list[Finding]:
                 "numpy is not installed next to torch",
                 "torch imports without it but warns `Failed to initialize NumPy`, and "
                 "Tensor.numpy(), torch.from_numpy() and much of the test suite fail.",
-                f"`{exe} -m pip install numpy`",
+                f"`{quote(exe)} -m pip install numpy`",
             )
         )
     gpu_build = t.cuda or t.hip
@@ -456,7 +457,8 @@ def _workspace(env: TorchEnv, ws: Workspace) -> tuple[dict[str, Any], list[Findi
                 INFO,
                 "the workspace was made with another interpreter",
                 f"{ws.config_path} records {ws.python}; this check probed {env.python.executable}.",
-                f"To check the workspace's own interpreter: `onboard doctor --python {ws.python}`.",
+                "To check the workspace's own interpreter: `onboard doctor --python "
+                f"{quote(ws.python)}`.",
             )
         )
     if env.torch is None or installed is None:
@@ -513,7 +515,8 @@ def _workspace(env: TorchEnv, ws: Workspace) -> tuple[dict[str, Any], list[Findi
             f"{checkout} is at {head}, but the installed torch {env.torch.version} was built from "
             f"{installed}. What you read or step into there is not what this binary runs: "
             "line numbers in errors, warnings and C++ traces will point at the wrong code.",
-            f"Go back to the installed commit: `git -C {checkout} switch --detach {installed}` "
+            f"Go back to the installed commit: `git -C {quote(checkout)} switch --detach "
+            f"{installed}` "
             "(your branch keeps its commits), or build this checkout (`onboard build`).",
         )
     )

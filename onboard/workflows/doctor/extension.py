@@ -25,6 +25,7 @@ from typing import Any
 from onboard import linkage as elf
 from onboard import proc
 from onboard.errors import OnboardError
+from onboard.shell import quote
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor import import_failure
 from onboard.workflows.doctor.report import ERROR, INFO, Finding
@@ -279,13 +280,13 @@ class _ExtensionContext(import_failure._Context):
         dist = self.attempt.distribution
         if dist:
             how = (
-                f"reinstall its package: `{self.exe} -m pip install --force-reinstall --no-deps "
-                f"{dist['name']}` ({note})"
+                f"reinstall its package: `{quote(self.exe)} -m pip install --force-reinstall "
+                f"--no-deps {dist['name']}` ({note})"
             )
         else:
             how = (
-                f"run its build again with this interpreter (`{self.exe} -m pip install .` or "
-                f"`{self.exe} setup.py build_ext --inplace` in its source folder)"
+                f"run its build again with this interpreter (`{quote(self.exe)} -m pip install .` "
+                f"or `{quote(self.exe)} setup.py build_ext --inplace` in its source folder)"
             )
         version = self.env.python.version
         return f"Rebuild {self.subject} for this Python {version} ({how}; torch itself is fine)"
@@ -298,14 +299,14 @@ class _ExtensionContext(import_failure._Context):
             return (
                 f"{obj.name} belongs to {dist['name']} {dist['version']}, which asks for "
                 f"{wants}; install the build of {dist['name']} made for torch {version}, or "
-                f"rebuild it from source against this torch (`{self.exe} -m pip install "
+                f"rebuild it from source against this torch (`{quote(self.exe)} -m pip install "
                 f"--no-build-isolation --force-reinstall --no-binary {dist['name']} "
                 f"{dist['name']}`)."
             )
         return (
             f"Rebuild {obj.name} against this torch {version} (rerun its build with "
-            f"{self.exe}: `{self.exe} -m pip install --no-build-isolation .` or "
-            f"`{self.exe} setup.py build_ext --inplace` in its source folder)."
+            f"{self.exe}: `{quote(self.exe)} -m pip install --no-build-isolation .` or "
+            f"`{quote(self.exe)} setup.py build_ext --inplace` in its source folder)."
         )
 
     def undefined_symbol(self, obj: Path, symbol: str) -> Finding:
@@ -373,7 +374,7 @@ class _ExtensionContext(import_failure._Context):
                 f"{searched}: the loader finds torch's libraries only once `import torch` has "
                 "loaded them.",
                 f"Import torch before {self.module} (`import torch` first), or link {who} with "
-                f"`-Wl,-rpath,{torch_lib}` so it finds them itself.",
+                f"`{quote(f'-Wl,-rpath,{torch_lib}')}` so it finds them itself.",
             )
         return Finding(
             "library-missing",
@@ -406,7 +407,7 @@ class _ExtensionContext(import_failure._Context):
             f"or compiled {self.loadable()} is in the folders Python searched (the script's "
             "folder or the current one, then this interpreter's sys.path).",
             f"Run it from the folder that holds the module, add that folder to PYTHONPATH, or "
-            f"install its package into {self.exe} (`{self.exe} -m pip install ...`).",
+            f"install its package into {self.exe} (`{quote(self.exe)} -m pip install ...`).",
         )
 
     def generic(self) -> Finding:
@@ -454,7 +455,10 @@ def _declared_in_headers(include: Path, demangled: str) -> str | None:
         return None
     pattern = re.compile(rf"\b{re.escape(name)}\b")
     for header in include.rglob("*.h"):
-        text = header.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = header.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # removed or replaced by a folder since the walk saw it
+            continue
         mo = pattern.search(text)
         if mo:
             return f"{header.relative_to(include)}:{text.count(chr(10), 0, mo.start()) + 1}"

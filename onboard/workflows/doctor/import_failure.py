@@ -20,6 +20,7 @@ from typing import Any
 
 from onboard import linkage as elf
 from onboard import torchenv
+from onboard.shell import quote
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor.report import ERROR, Finding, short_message
 
@@ -54,9 +55,9 @@ def explain(env: TorchEnv, python: str | None, cwd: str | None) -> list[Finding]
                 "`import torch` did not raise an error, the process died in native code. That "
                 "happens when a compiled extension built for another Python or another torch is "
                 "loaded anyway, or when a library in the install is corrupted.",
-                f"Run `{ctx.exe} -X faulthandler -c 'import torch'` to see the Python frame it "
-                f"died in, then reinstall torch: `{ctx.exe} -m pip install --force-reinstall "
-                f"{ctx.pin}`.",
+                f"Run `{quote(ctx.exe)} -X faulthandler -c 'import torch'` to see the Python frame "
+                f"it died in, then reinstall torch: `{quote(ctx.exe)} -m pip install "
+                f"--force-reinstall {ctx.pin}`.",
                 tuple((err.get("traceback") or "").strip().splitlines()[-12:]),
             )
         )
@@ -215,11 +216,11 @@ class _Context:
         if self._is_source_build():
             return (
                 "Rebuild torch with this interpreter (`onboard build`, or `"
-                f"{self.exe} -m pip install --no-build-isolation -v -e .` in the checkout)"
+                f"{quote(self.exe)} -m pip install --no-build-isolation -v -e .` in the checkout)"
             )
         return (
-            f"Reinstall torch for this interpreter: `{self.exe} -m pip install --force-reinstall "
-            f"--no-deps {self.pin}` ({note})"
+            f"Reinstall torch for this interpreter: `{quote(self.exe)} -m pip install "
+            f"--force-reinstall --no-deps {self.pin}` ({note})"
         )
 
     def _is_source_build(self) -> bool:
@@ -273,8 +274,8 @@ class _Context:
         if obj.is_relative_to(self.torch_dir):
             return (
                 "Files from two different torch installs are mixed in one folder. Remove torch "
-                f"completely (`{self.exe} -m pip uninstall torch`, repeated until pip says it is "
-                f"not installed) and install it again (`{self.exe} -m pip install "
+                f"completely (`{quote(self.exe)} -m pip uninstall torch`, repeated until pip says "
+                f"it is not installed) and install it again (`{quote(self.exe)} -m pip install "
                 f"{self.pin}`)."
             )
         return (
@@ -383,7 +384,7 @@ class _Context:
                 f"{self.what} fails with: {self.said} {who} needs it. CUDA wheels from "
                 "PyPI load the CUDA runtime from the nvidia-* pip packages they depend on; "
                 "those are missing or were removed.",
-                f"Reinstall torch with its dependencies: `{self.exe} -m pip install "
+                f"Reinstall torch with its dependencies: `{quote(self.exe)} -m pip install "
                 f"--force-reinstall {self.pin}` (with the same --index-url you "
                 "installed it from), or the CPU wheel if you have no GPU.",
             )
@@ -413,7 +414,8 @@ class _Context:
             ERROR,
             "torch's compiled files are for another platform or are damaged",
             f"{self.what} fails with: {self.said} This machine is {platform.machine()}.",
-            f"Reinstall torch: `{self.exe} -m pip install --force-reinstall --no-deps {self.pin}`.",
+            f"Reinstall torch: `{quote(self.exe)} -m pip install --force-reinstall --no-deps "
+            f"{self.pin}`.",
         )
 
     def no_extension(self) -> Finding:
@@ -430,7 +432,8 @@ class _Context:
                 "Build it (`onboard build`) or run Python from another folder so the installed "
                 "torch is used."
                 if self._is_source_build()
-                else f"Reinstall torch: `{self.exe} -m pip install --force-reinstall {self.pin}`."
+                else f"Reinstall torch: `{quote(self.exe)} -m pip install --force-reinstall "
+                f"{self.pin}`."
             ),
         )
 
@@ -441,8 +444,8 @@ class _Context:
             ERROR,
             f"`import torch` fails with {err.get('type', 'an error')}",
             f"`import torch` raised: {self.said}",
-            f"Run `{self.exe} -c 'import torch'` to see the full traceback; `onboard doctor -v` "
-            "shows its last frames.",
+            f"Run `{quote(self.exe)} -c 'import torch'` to see the full traceback; `onboard doctor "
+            "-v` shows its last frames.",
             tuple((err.get("traceback") or "").strip().splitlines()[-12:]),
         )
 

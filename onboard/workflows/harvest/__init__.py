@@ -96,6 +96,7 @@ class HarvestResult:
             "files_lexed": s.files_lexed,
             "files_cached": s.files_cached,
             "cache": s.cache,
+            "changed_during_run": dict(s.changed_during_run),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -313,6 +314,8 @@ def harvest(
 
     matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
     notes: list[str] = []
+    if s.changed_during_run:
+        notes.append(_changed_note(s.changed_during_run))
     token = _token_once(api_url)
     github_problem: str | None = None
     github_skipped: list[str] = []
@@ -368,6 +371,16 @@ def harvest(
         "limit": limit,
     }
     return HarvestResult(s, shown, len(matched), filters, notes, found_issues, output)
+
+
+def _changed_note(changed: dict[str, str]) -> str:
+    """One line for the files that changed while harvest read the tree."""
+    shown = "; ".join(f"{path} {what}" for path, what in list(changed.items())[:5])
+    more = f"; and {len(changed) - 5} more" if len(changed) > 5 else ""
+    return (
+        f"{len(changed)} file(s) changed while harvest read the tree (a checkout or an edit "
+        f"elsewhere?): {shown}{more}. Run `onboard harvest` again for a settled tree."
+    )
 
 
 def _check_paths(target: Target, paths: Sequence[str]) -> None:
@@ -539,7 +552,16 @@ def show(
         )
     item = found[0]
     item.url = target.url(item.path, item.line)
-    source = (target.root / item.path).read_text(encoding="utf-8", errors="replace").splitlines()
+    try:
+        text = (target.root / item.path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise OnboardError(
+            f"{item.path} changed after harvest found the comment {item.id} in it and cannot "
+            f"be read now ({exc.strerror}).",
+            next_step="Run `onboard harvest` again for the current ids, then "
+            "`onboard harvest show ID`.",
+        ) from None
+    source = text.splitlines()
     start = max(1, item.line - CONTEXT_LINES)
     end = min(len(source), item.end_line + CONTEXT_LINES)
     notes: list[str] = []

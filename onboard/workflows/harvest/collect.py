@@ -21,7 +21,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,8 @@ class Scan:
     # The totals (tags, kinds, Python items) of a cached result: no item built for them.
     stored_counts: Counts | None = None
     head: str | None = None  # the HEAD commit `git status` gave (None: not asked)
+    # path -> what happened to it between the grep and its read (``scan.REREAD``, ...)
+    changed_during_run: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> Counts:
         """Items per tag, per kind, and how many are in Python files."""
@@ -203,10 +205,7 @@ def _whole_tree(target: Target, searcher: str, reporter: Reporter) -> Scan:
 
         lexed = scan.lex_files(target.root, cands, progress=progress)
     t_lex = time.monotonic()
-    files = {fc.path: file_result(fc, cands.hits[fc.path], tests) for fc in lexed}
-    for path, lines in cands.hits.items():  # unreadable now: its hits still count
-        files.setdefault(path, FileResult(path, len(lines), 0, OWN, 0, False, []))
-    files = dict(sorted(files.items()))
+    files = dict(sorted((fc.path, file_result(fc, tests)) for fc in lexed))
     items = _ranked(files.values())
     t_rank = time.monotonic()
     return Scan(
@@ -214,21 +213,24 @@ def _whole_tree(target: Target, searcher: str, reporter: Reporter) -> Scan:
         searcher=cands.searcher,
         files=files,
         items=items,
-        files_lexed=len(lexed),
+        files_lexed=sum(not fc.skipped for fc in lexed),
         files_cached=0,
         seconds={
             "grep": round(cands.seconds, 3),
             "lex": round(t_lex - t0 - cands.seconds, 3),
             "rank": round(t_rank - t_lex, 3),
         },
+        changed_during_run={fc.path: fc.changed for fc in lexed if fc.changed},
     )
 
 
-def file_result(fc: scan.FileComments, hit_lines: list[int], tests: rank.NearbyTests) -> FileResult:
+def file_result(fc: scan.FileComments, tests: rank.NearbyTests) -> FileResult:
     """One file's comments as ranked items, or counted as skipped."""
     from onboard.workflows.harvest import scan
 
-    path, comments = fc.path, fc.comments
+    path, comments, hit_lines = fc.path, fc.comments, fc.hit_lines
+    if fc.skipped:  # gone since the grep: its hits still count
+        return FileResult(path, len(hit_lines), 0, OWN, 0, False, [])
     if scan.vendored(path):
         return FileResult(path, len(hit_lines), 0, VENDORED, len(comments), fc.unterminated, [])
     if fc.generated or scan.generated_path(path):
@@ -303,14 +305,13 @@ def _reuse(
     files = {p: f for p, f in scan_.files.items() if p not in redone}
     lexed = 0
     added: list[Item] = []
+    changed: dict[str, str] = {}
     for path, lines in cands.hits.items():
         fc = scan.lex_file(target.root, path, lines, cands.starts.get(path))
-        lexed += 1
-        files[path] = (
-            file_result(fc, lines, tests)
-            if fc is not None
-            else FileResult(path, len(lines), 0, OWN, 0, False, [])
-        )
+        lexed += not fc.skipped
+        if fc.changed:
+            changed[path] = fc.changed
+        files[path] = file_result(fc, tests)
         added += files[path].items
     files = dict(sorted(files.items()))
     # The other items keep their ranking (an edit changes only its file's items:
@@ -335,6 +336,7 @@ def _reuse(
         files_cached=len(files) - lexed,
         seconds={"update": round(time.monotonic() - t0, 3)},
         cache="files",
+        changed_during_run=changed,
     )
 
 

@@ -85,6 +85,8 @@ _C_TOKEN_START = re.compile(
 )
 _C_HAZARDS = (b"/*", b'R"', b"\\\n", b"\\\r\n")
 _BLOCK_LINE_RE = re.compile(r"^\s*\*+(?!/)\s?")
+# TAG_RE over bytes (the grep's pattern: ``scan.RG_PATTERN``).
+_TAG_BYTES = re.compile(TAG_RE.pattern.encode())
 # The C lexer looks this many lines past the last hit for lines continuing its comment.
 C_LOOKAHEAD_LINES = 40
 
@@ -254,6 +256,9 @@ def comments_on_lines(
     """The tagged comments of a file whose grep hits are ``hits``: (line, byte
     offset of the line's start), sorted. The flag: a string or comment runs to
     the end of the file (Python's tokenize rejects such a file)."""
+    # A hit past the end (the file shrank after the grep: ``scan`` reads it again)
+    # would have the skimmer wait for ever for a line that never comes.
+    hits = [h for h in hits if h[1] <= len(data)]
     if not hits:
         return [], False
     skim = _Skim(data, hits, _PYTHON if path.endswith(PYTHON_SUFFIXES) else _C)
@@ -273,6 +278,37 @@ def hit_lines(data: bytes, lines: Iterable[int]) -> list[tuple[int, int]]:
                 return out
             line, at = line + 1, nxt
         out.append((line, at))
+    return out
+
+
+def hits_hold(data: bytes, hits: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``hits`` (line, offset of its start) describe ``data``: each offset starts
+    its line at that line number and the line holds a tag. False when the file
+    changed after the grep that found them."""
+    line, at = 1, 0
+    for want, start in hits:
+        if start < at or start > len(data) or (start and data[start - 1] != 0x0A):
+            return False
+        line += data.count(b"\n", at, start)
+        end = data.find(b"\n", start)
+        if line != want or not _TAG_BYTES.search(data, start, len(data) if end < 0 else end):
+            return False
+        at = start
+    return True
+
+
+def find_hits(data: bytes) -> list[tuple[int, int]]:
+    """(line, offset of its start) of every line of ``data`` holding a tag: the grep's
+    answer again, for a file that changed after it."""
+    out: list[tuple[int, int]] = []
+    line, at = 1, 0
+    for m in _TAG_BYTES.finditer(data):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        if out and out[-1][1] == start:
+            continue
+        line += data.count(b"\n", at, start)
+        at = start
+        out.append((line, start))
     return out
 
 

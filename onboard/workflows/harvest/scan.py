@@ -8,6 +8,7 @@ lines that can hide or continue a comment are lexed (``lexer``).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -61,12 +62,26 @@ class Candidates:
         return sum(len(v) for v in self.hits.values())
 
 
+# What happened to a file between the grep and its read (a `git checkout` in
+# another terminal): said in the result, per file.
+REREAD = "changed after the search: read again"
+VANISHED = "vanished after the search: skipped"
+NOT_A_FILE = "became a folder after the search: skipped"
+UNREADABLE = "could not be read: skipped"
+
+
 @dataclass(frozen=True)
 class FileComments:
     path: str
     generated: bool  # "@generated" in its first lines
     unterminated: bool  # a string runs to the end of the file (tokenize would reject it)
     comments: tuple[Comment, ...]
+    hit_lines: tuple[int, ...] = ()  # the candidate lines lexed (the grep's, or found again)
+    changed: str = ""  # REREAD, VANISHED, NOT_A_FILE, UNREADABLE; "" when as the grep saw it
+
+    @property
+    def skipped(self) -> bool:
+        return self.changed not in ("", REREAD)
 
 
 def ripgrep_path() -> str | None:
@@ -253,9 +268,7 @@ def lex_files(
     out: list[FileComments] = []
     total = len(cands.hits)
     for n, (path, lines) in enumerate(cands.hits.items()):
-        found = lex_file(root, path, lines, cands.starts.get(path))
-        if found is not None:
-            out.append(found)
+        out.append(lex_file(root, path, lines, cands.starts.get(path)))
         if progress is not None:
             progress(n + 1, total, path)
     return out
@@ -263,20 +276,28 @@ def lex_files(
 
 def lex_file(
     root: Path, path: str, lines: list[int], starts: list[int] | None = None
-) -> FileComments | None:
-    """One file's tagged comments (None when it cannot be read)."""
+) -> FileComments:
+    """One file's tagged comments. A file that changed after the grep is lexed at
+    the tags it holds now; one that vanished or is no file any more is skipped
+    (``changed`` says which)."""
     from onboard.workflows.harvest import lexer  # its patterns compile only when lexing
 
     try:
         data = (root / path).read_bytes()
-    except OSError:
-        return None
+    except OSError as exc:
+        gone = {errno.ENOENT: VANISHED, errno.ENOTDIR: VANISHED, errno.EISDIR: NOT_A_FILE}
+        what = gone.get(exc.errno or 0, UNREADABLE)
+        return FileComments(path, False, False, (), tuple(lines), what)
     hits = (
         list(zip(lines, starts, strict=True))
         if starts is not None and len(starts) == len(lines)
         else lexer.hit_lines(data, lines)
     )
+    changed = ""
+    if len(hits) != len(lines) or not lexer.hits_hold(data, hits):
+        hits, changed = lexer.find_hits(data), REREAD
     comments, unterminated = lexer.comments_on_lines(path, data, hits)
     # "@generated" in the first 2048 characters (at most 4 bytes each).
     generated = generated_header(data[:8192].decode("utf-8", "replace"))
-    return FileComments(path, generated, unterminated, tuple(comments))
+    hit_lines = tuple(line for line, _ in hits)
+    return FileComments(path, generated, unterminated, tuple(comments), hit_lines, changed)

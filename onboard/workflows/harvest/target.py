@@ -8,6 +8,7 @@ from pathlib import Path
 
 from onboard import workspace as ws_mod
 from onboard.errors import BadInput, OnboardError
+from onboard.shell import quote
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def resolve_target(workspace: str | None, repo: str | None) -> Target:
         if not root.is_dir():
             raise OnboardError(
                 f"The workspace {ws.root} has no checkout at {root}.",
-                next_step=f"Run `onboard setup {ws.root} --from-wheel` (offline) to rebuild it.",
+                next_step=f"Run `onboard setup {quote(ws.root)} --from-wheel` (offline) to rebuild "
+                "it.",
             )
         return Target(root.resolve(), ws, _kind(ws))
     from onboard import git

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows.newop import family as families
 from onboard.workflows.newop import names
 from onboard.workflows.newop.plan import Plan, build, print_dry_run, unified_diff
@@ -209,7 +210,7 @@ def scaffold(
         result.next_steps = [
             f"write the math in {plan.paths().get('CPU kernel')} (and the .cu), and the "
             f"expected result as REFERENCE in {test_file}",
-            f"check it: `cd {ws.root} && nox -s verify` (or `onboard verify`)",
+            f"check it: `cd {quote(ws.root)} && nox -s verify` (or `onboard verify`)",
         ]
     result.seconds = time.monotonic() - start
     return result

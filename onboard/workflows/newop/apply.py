@@ -17,6 +17,7 @@ from pathlib import Path
 from onboard import files, git
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.transaction import Transaction
 from onboard.workflows.newop.plan import Plan
 
@@ -31,8 +32,12 @@ class Applied:
 
 
 def _write_file(path: Path, text: str) -> None:
-    """One file write (a seam: tests inject a failure here)."""
-    files.write_text(path, text)
+    """One file write (a seam: tests inject a failure here). An edited file keeps its
+    line endings (``text`` was read with universal newlines)."""
+    if path.is_file():
+        files.write_bytes(path, files.with_line_endings_of(path.read_bytes(), text))
+    else:
+        files.write_text(path, text)
 
 
 def preflight(checkout: Path, plan: Plan, branch: str) -> None:
@@ -56,14 +61,16 @@ def preflight(checkout: Path, plan: Plan, branch: str) -> None:
         raise OnboardError(
             f"The checkout has uncommitted changes to tracked files ({shown}); new-op commits "
             "its scaffold on a new branch and will not mix your changes into it.",
-            next_step=f"Commit or stash them (`git -C {checkout} stash`), then run the "
+            next_step=f"Commit or stash them (`git -C {quote(checkout)} stash`), then run the "
             "command again.",
         )
     if git.branch_exists(checkout, branch):
         raise BadInput(
             f"The branch `{branch}` already exists in {checkout}.",
-            next_step=f"Switch to it (`git -C {checkout} switch {branch}`) to keep working on "
-            f"that scaffold, or delete it (`git -C {checkout} branch -D {branch}`) to start over.",
+            next_step=f"Switch to it (`git -C {quote(checkout)} switch {branch}`) to keep working "
+            "on "
+            f"that scaffold, or delete it (`git -C {quote(checkout)} branch -D {branch}`) to start "
+            "over.",
         )
     for change in plan.changes:
         if change.created and (checkout / change.path).exists():

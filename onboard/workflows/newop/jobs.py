@@ -93,12 +93,16 @@ def run_jobs(jobs: list[Job], reporter: Reporter, *, slots: Slots | None = None)
         start = time.monotonic()
         status = "failed"
         try:
-            results[job.name] = job.run()
-            status = job.status(results[job.name])
+            try:
+                results[job.name] = job.run()
+                status = job.status(results[job.name])
+            finally:
+                # Reporting can fail too (a closed pipe): the slot is freed below whatever
+                # happens here, or the loop would wait for it for ever.
+                reporter.check_finished(job.name, status, time.monotonic() - start)
         except BaseException as exc:  # noqa: BLE001 - re-raised by the caller's thread
             errors.append(exc)
         finally:
-            reporter.check_finished(job.name, status, time.monotonic() - start)
             with cond:
                 done.add(job.name)  # before the slot is free: dependants are ready first
                 pool.release(taken)

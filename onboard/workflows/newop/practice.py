@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from onboard import git, proc
 from onboard.render import render
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows.newop import family as families
 from onboard.workflows.newop import names, sites
 from onboard.workflows.newop.plan import (
@@ -384,7 +385,8 @@ def practise(
     result.next_steps = [
         f"write {name}'s math on the marked lines of {cpu} and "
         f"{files['CUDA kernel']} (the guide: {result.guide_path})",
-        f"check it against torch.{name}: `cd {ws.root} && onboard verify` (or `nox -s verify`)",
+        f"check it against torch.{name}: `cd {quote(ws.root)} && onboard verify` (or `nox -s "
+        "verify`)",
         f"see how PyTorch does it: `onboard new-op {name} --reveal`",
     ]
     result.seconds = time.monotonic() - start

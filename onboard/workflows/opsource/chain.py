@@ -201,7 +201,7 @@ def enclosing(ctx: TreeContext, loc: SourceLoc | None) -> str | None:
     if loc is None or not loc.local or not loc.line:
         return None
     lines = ctx.source_map.lines(ctx.checkout / loc.path) if loc.in_checkout else None
-    if not lines:
+    if not lines or loc.line > len(lines):  # (the file shrank since the index named the line)
         return None
     if loc.path.endswith(".py"):
         indent = len(lines[loc.line - 1]) - len(lines[loc.line - 1].lstrip())

@@ -196,15 +196,18 @@ def _refresh(root: Path, data: dict[str, Any]) -> bool:
         prefix = "" if rel == "." else rel + "/"
         for name in [f for f in files if f.startswith(prefix) and "/" not in f[len(prefix) :]]:
             del files[name]
-        if not folder.is_dir():
+        try:
+            stamp = _mtime(folder)
+            entries = list(os.scandir(folder))
+        except OSError:  # gone (or a file now), also when it went after its mtime was read
             for sub in [f for f in folders if f.startswith(prefix)]:
                 folders.pop(sub, None)
             for name in [f for f in files if f.startswith(prefix)]:
                 del files[name]
             folders[rel] = -1
             continue
-        folders[rel] = _mtime(folder)
-        for entry in os.scandir(folder):
+        folders[rel] = stamp
+        for entry in entries:
             child = f"{prefix}{entry.name}"
             if entry.is_file() and _wanted(child):
                 record = _scan_file(root, child)

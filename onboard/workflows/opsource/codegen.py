@@ -18,6 +18,7 @@ from pathlib import Path
 from onboard import proc, torchenv
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows.opsource import cache
 from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS, TAGS
 from onboard.workflows.opsource.paths import SourceLoc, SourceMap
@@ -56,7 +57,7 @@ def _torchgen_dir(python: str) -> Path:
         raise OnboardError(
             f"{python} cannot import torchgen, which regenerates build/aten/src/ATen.",
             next_step="torchgen ships in the torch wheel and needs PyYAML: run "
-            f"`{python} -m pip install pyyaml`, or pass --python with the interpreter of "
+            f"`{quote(python)} -m pip install pyyaml`, or pass --python with the interpreter of "
             "your torch.",
         )
     return Path(result.stdout.strip().splitlines()[-1])

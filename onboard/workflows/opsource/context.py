@@ -8,6 +8,7 @@ from pathlib import Path
 from onboard import git
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows.opsource import checks, kernels, native_yaml
 from onboard.workflows.opsource.paths import SourceMap
 from onboard.workspace import Workspace, require
@@ -40,7 +41,7 @@ class TreeContext:
         if not ws.checkout_path.is_dir():
             raise OnboardError(
                 f"The workspace {ws.root} has no checkout at {ws.checkout_path}.",
-                next_step=f"Run `onboard setup {ws.root}` again to recreate it.",
+                next_step=f"Run `onboard setup {quote(ws.root)}` again to recreate it.",
             )
         return cls(ws=ws, python=python or ws.python, reporter=reporter, refresh=refresh)
 

@@ -30,6 +30,7 @@ from onboard import proc, torchenv
 from onboard.cache import matches
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workflows.opsource import cache
 
 MARKER = "@@ONBOARD-LIVE@@"
@@ -178,8 +179,8 @@ class LiveIndex:
             self._forget(build)
             raise OnboardError(
                 f"Asking the installed torch ({self.python}) failed: {exc.message}",
-                next_step=f"Check that `{self.python} -c 'import torch'` works, or pass --python "
-                "with the interpreter whose torch you use.",
+                next_step=f"Check that `{quote(self.python)} -c 'import torch'` works, or pass "
+                "--python with the interpreter whose torch you use.",
             ) from exc
         try:
             data = json.loads(line) if line is not None else None
@@ -194,7 +195,8 @@ class LiveIndex:
             raise OnboardError(
                 f"The interpreter {self.python} could not answer onboard's torch questions "
                 f"({how}): {tail}",
-                next_step=f"Check that `{self.python} -c 'import torch'` works, or pass --python "
+                next_step=f"Check that `{quote(self.python)} -c 'import torch'` works, or pass "
+                "--python "
                 "with the interpreter whose torch you use; `onboard doctor` shows what is wrong.",
             )
         child.release()

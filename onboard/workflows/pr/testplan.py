@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import git
+from onboard.shell import quote
 from onboard.workflows.pr.change import Change
 
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
@@ -88,9 +89,9 @@ def tests_for(change: Change) -> list[TestCommand]:
             if not target.exists():
                 continue
             if suite.endswith("/"):
-                add(f"python -m pytest {suite}", reason, True)
+                add(f"python -m pytest {quote(suite)}", reason, True)
             else:
-                add(f"python {suite}", reason, True)
+                add(f"python {quote(suite)}", reason, True)
     return list(found.values())
 
 

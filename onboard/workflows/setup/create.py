@@ -10,7 +10,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from onboard import lock, signals, staging
+from onboard import git, lock, signals, staging
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows import reference_tree
 from onboard.workflows.setup import disk, resume, sources, validate, workspace_files
@@ -47,6 +47,10 @@ def create(req: SetupRequest, installed: Installed) -> SetupResult:
         raise
     result.disk = needed
     result.actions.append(f"workspace moved into place at {req.root}")
+    # git's stat cache, written with the checkout, marks the files written in the same
+    # second as unsure; refreshed once now, a read-only `git status` (which writes no
+    # cache back: gitlock.read_only_env) need not re-read them on every call.
+    git.refresh_index(req.root / CHECKOUT_DIR)
     return result
 
 

@@ -15,6 +15,7 @@ from onboard import torchenv
 from onboard.errors import OnboardError
 from onboard.workflows import checkout as checkout_mod
 from onboard.workflows import reference_tree
+from onboard.shell import quote
 
 
 class Target(NamedTuple):
@@ -100,8 +101,8 @@ def no_torch(env: torchenv.TorchEnv) -> OnboardError:
         f"The interpreter {exe} has no usable torch: {why}. onboard sets up the source of the "
         "torch a Python environment actually imports.",
         next_step=f"Pass the interpreter of the environment that has torch with `--python "
-        f"/path/to/python`, or install torch there (`{exe} -m pip install torch`); "
-        f"`onboard doctor --python {exe}` shows what it sees.",
+        f"/path/to/python`, or install torch there (`{quote(exe)} -m pip install torch`); "
+        f"`onboard doctor --python {quote(exe)}` shows what it sees.",
     )
 
 

@@ -9,6 +9,7 @@ from onboard import files, git, ide, torchenv, workspace
 from onboard.workflows.setup.layout import CHECKOUT_DIR, GDB_FILE, NOXFILE
 from onboard.workflows.setup.request import SetupRequest
 from onboard.workflows.setup.result import SetupResult
+from onboard.shell import quote
 
 
 def write(req: SetupRequest, env: torchenv.TorchEnv, at: Path, result: SetupResult) -> None:
@@ -24,7 +25,7 @@ def write(req: SetupRequest, env: torchenv.TorchEnv, at: Path, result: SetupResu
         python=env.python.executable,
         prefix=prefix,
         torch_dir=env.torch.package_dir,
-        again=f"onboard setup {req.root}" + (" --from-wheel" if req.from_wheel else ""),
+        again=f"onboard setup {quote(req.root)}" + (" --from-wheel" if req.from_wheel else ""),
         python_version=env.python.version,
     )
     # The files name the final paths, not the staging folder they were written in.
@@ -146,7 +147,7 @@ def _debugging(result: SetupResult, env: torchenv.TorchEnv) -> dict[str, str]:
     elif env.has_debug_info:
         cpp = (
             f"the libraries carry debug info: attach with the cppdbg config or "
-            f"`gdb -x {result.workspace / GDB_FILE}`; {prefix} maps to the checkout"
+            f"`gdb -x {quote(result.workspace / GDB_FILE)}`; {prefix} maps to the checkout"
         )
     elif env.has_debug_info is False:
         cpp = (

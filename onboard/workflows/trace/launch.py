@@ -25,7 +25,10 @@ from typing import Any
 
 from onboard import proc
 from onboard.errors import BadInput, OnboardError, ProcTimeout
+from onboard.proctree import Leftover, left_note
+from onboard.redact import redact
 from onboard.report import Reporter
+from onboard.shell import quote
 from onboard.workspace import find as find_workspace
 
 DEFAULT_TIMEOUT = 300.0
@@ -98,7 +101,7 @@ def interpreter(
         if not built.is_file():
             raise OnboardError(
                 f"The workspace {ws.root} has no build yet ({built} is missing).",
-                next_step=f"Run `onboard build --workspace {ws.root}` first, or drop "
+                next_step=f"Run `onboard build --workspace {quote(ws.root)}` first, or drop "
                 "--workspace-build to trace with the installed torch.",
             )
         return str(built)
@@ -179,6 +182,7 @@ class Ran:
     stdout: str
     stderr: str
     returncode: int
+    left_running: tuple[Leftover, ...] = ()  # what it left running when it exited (stopped)
 
     @property
     def status(self) -> dict[str, Any]:
@@ -194,7 +198,7 @@ class Ran:
         if exc:
             where = (exc.get("frames") or [{}])[-1]
             at = f" at {where.get('path')}:{where.get('line')}" if where.get("path") else ""
-            return f"{exc['type']}: {exc['message']}{at}"
+            return redact(f"{exc['type']}: {exc['message']}{at}")
         lines = [ln for ln in (self.stderr or self.stdout).strip().splitlines() if ln.strip()]
         return lines[-1].strip() if lines else "no error message"
 
@@ -214,6 +218,7 @@ class ProgramResult:
     error: str | None
     output_tail: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    left_running: list[Leftover] = field(default_factory=list)
 
     @staticmethod
     def ran(ran: Ran, program: Program, commit: str | None) -> dict[str, Any]:
@@ -226,6 +231,8 @@ class ProgramResult:
             "exit_code": ran.exit_code,
             "error": ran.error_text() if failed else None,
             "output_tail": ran.output_tail() if failed else [],
+            "notes": [left_note(ran.left_running)] if ran.left_running else [],
+            "left_running": list(ran.left_running),
         }
 
     @property
@@ -240,6 +247,7 @@ class ProgramResult:
             "commit": self.commit,
             "program_exit": self.exit_code,
             "program_error": self.error,
+            "left_running": [p.to_json() for p in self.left_running],
         }
 
 
@@ -272,6 +280,7 @@ def run(
                 timeout=timeout,
                 check=False,
                 what=f"`{program.shown}`",
+                until_main_exits=True,
             )
         except ProcTimeout:
             raise OnboardError(
@@ -290,13 +299,15 @@ def run(
             answer = json.loads(result_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             answer = None
+    # What the program printed is shown when it fails: never a token it printed.
+    stdout, stderr = redact(done.stdout), redact(done.stderr)
     if answer is None:
-        tail = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-        if "No module named 'torch'" in done.stderr or "import torch" in done.stderr:
+        tail = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
+        if "No module named 'torch'" in stderr or "import torch" in stderr:
             raise OnboardError(
                 f"{program.python} could not import torch (exit {done.returncode}): {tail}",
-                next_step=f"Run `onboard doctor --python {program.python}`, or pass --python "
-                "with the interpreter whose torch you use.",
+                next_step=f"Run `onboard doctor --python {quote(program.python)}`, or pass "
+                "--python with the interpreter whose torch you use.",
             )
         raise OnboardError(
             f"`{program.shown}` ended (exit {_signal_text(done.returncode)}) before onboard could "
@@ -304,7 +315,7 @@ def run(
             next_step=f"Run `{program.runnable}` by itself to see its output; a crash in torch's "
             "own code shows there too.",
         )
-    return Ran(answer, done.stdout, done.stderr, done.returncode)
+    return Ran(answer, stdout, stderr, done.returncode, done.left_running)
 
 
 def _signal_text(code: int) -> str:

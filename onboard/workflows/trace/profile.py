@@ -175,7 +175,7 @@ def trace(
     )
     result.hints = _hints(nodes, top, all_ops, total_ns)
     unconfirmed = sum(n.count for n in all_ops if n.keys_basis == "unconfirmed")
-    result.notes = _notes(answer, sources, program, unconfirmed)
+    result.notes += _notes(answer, sources, program, unconfirmed)
     result.tree = optree.prune(optree.fold(nodes), depth=depth, pattern=pattern)
     if pattern is not None and not result.tree:
         result.notes.insert(0, f"No op matched --filter {filter!r}.")
