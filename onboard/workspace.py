@@ -72,7 +72,9 @@ class Workspace:
     @property
     def setup_command(self) -> str:
         """The command that checks and repairs this workspace (keeps its kind)."""
-        return f"onboard setup {self.root}" + (" --from-wheel" if self.is_reference else "")
+        from onboard.shell import quote
+
+        return f"onboard setup {quote(self.root)}" + (" --from-wheel" if self.is_reference else "")
 
     def github_url(self, path: str, line: int | None = None) -> str | None:
         if not self.commit:

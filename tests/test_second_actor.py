@@ -386,3 +386,33 @@ def test_a_rolled_back_file_keeps_its_exact_bytes_under_autocrlf(
 def test_recover_with_nothing_to_do_says_so(ws: Path, onboard: Onboard) -> None:
     run = onboard("recover", "--workspace", str(ws))
     assert run.returncode == 0 and "Nothing to recover" in run.stdout, run.stderr
+
+
+def test_recover_removes_the_worktree_of_an_ab_killed_outright(
+    ws: Path, onboard: Onboard, tmp_path: Path
+) -> None:
+    repo = ws / "pytorch"
+    script = tmp_path / "bench.py"
+    script.write_text("print('x')\n")
+    run = onboard(
+        "ab",
+        str(script),
+        "--a",
+        "installed",
+        "--b",
+        "commit:HEAD",
+        "--workspace",
+        str(ws),
+        **at("git.worktree_add:1:KILL"),
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert listed.count("worktree ") == 2  # the checkout, and the dead run's
+    mine = tmp_path / "my-worktree"
+    git(repo, "worktree", "add", "-q", "--detach", str(mine))  # the user's own: kept
+    result = onboard("recover", "--workspace", str(ws), "--json")
+    assert result.returncode == 0, result.stderr
+    assert len(result.json()["swept"]) >= 1  # type: ignore[arg-type]
+    trees = git(repo, "worktree", "list", "--porcelain")
+    assert trees.count("worktree ") == 2 and str(mine) in trees
+    assert not list((ws / ".onboard" / "ab").glob("run-*"))

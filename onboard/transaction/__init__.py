@@ -173,9 +173,11 @@ def in_workspace(
 def nox_session(root: Path, *, command: str) -> Iterator[Transaction]:
     """A workspace nox session (``nox -s verify``, ``nox -s build``), run by hand
     or by onboard: the same signal policy, child reaping and lock as the CLI."""
+    # reaping inside the transaction: on an interrupt the session's children
+    # (compilers) are stopped before the rollback undoes what they were writing.
     with (
         signals.handlers(),
-        proc.reaping(),
         begin(scope_of(root), command=command, what=f"the workspace {root}", final=False) as tx,
+        proc.reaping(),
     ):
         yield tx

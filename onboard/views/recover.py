@@ -16,9 +16,13 @@ def render(result: RecoverResult, console: Console, verbose: bool) -> None:
     if result.nothing_to_do:
         console.print(
             "Nothing to recover: no interrupted onboard run left a journal in "
-            f"{escape(str(result.scope))}."
+            f"{escape(str(result.scope))}, nor an `onboard ab` worktree."
         )
         return
+    for path in result.swept:
+        console.print(
+            f"[green]removed[/] {escape(str(path))}, left by an `onboard ab` killed outright"
+        )
     for run in result.runs:
         command = f"`onboard {escape(run.command)}` (pid {run.pid})"
         if run.set_aside:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from onboard import workspace
-from onboard.workflows.checkout import human_bytes
 from onboard.shell import quote
+from onboard.workflows.checkout import human_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console

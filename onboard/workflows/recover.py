@@ -14,29 +14,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onboard import git, lock, signals, transaction, workspace
-from onboard.errors import BadInput
 from onboard.report import Reporter
 from onboard.scope import journals, scope_of
+from onboard.workflows.ab import worktrees
 
 
 @dataclass
 class RecoverResult:
     scope: Path
     runs: list[transaction.Recovered] = field(default_factory=list)
+    # worktrees (and run folders) an `onboard ab` killed outright left, removed
+    swept: list[Path] = field(default_factory=list)
 
     @property
     def nothing_to_do(self) -> bool:
-        return not self.runs
+        return not self.runs and not self.swept
 
     def to_json(self) -> dict[str, object]:
         return {
             "scope": str(self.scope),
             "runs": [run.to_json() for run in self.runs],
+            "swept": [str(p) for p in self.swept],
             "nothing_to_do": self.nothing_to_do,
         }
 
 
-def _scope(workspace_dir: str | None, repo: str | None) -> tuple[Path, str]:
+def _scope(
+    workspace_dir: str | None, repo: str | None
+) -> tuple[Path, str, workspace.Workspace | None]:
     if repo is not None:
         root = git.named_root(
             repo,
@@ -44,24 +49,30 @@ def _scope(workspace_dir: str | None, repo: str | None) -> tuple[Path, str]:
             "workspace.",
         )
         scope = transaction.scope_for_repo(root)
-        return scope, f"the repository {root}"
+        return scope, f"the repository {root}", None
     ws = workspace.require(workspace_dir)
-    return scope_of(ws.root), f"the workspace {ws.root}"
+    return scope_of(ws.root), f"the workspace {ws.root}", ws
 
 
 def recover(
     *, workspace_dir: str | None = None, repo: str | None = None, reporter: Reporter
 ) -> RecoverResult:
-    scope, what = _scope(workspace_dir, repo)
+    scope, what, ws = _scope(workspace_dir, repo)
     result = RecoverResult(scope)
-    if not journals(scope):
+    if not journals(scope) and ws is None:
         return result
-    if not scope.is_dir():
-        raise BadInput(f"{scope} is not a folder.", next_step="Check the path.")
     with (
         signals.handlers(),
         lock.acquire(scope / "lock", command="recover", what=what),
         signals.critical(),
     ):
         result.runs = transaction.recover(scope, reporter)
+        if ws is not None:
+            result.swept = _sweep_ab(ws)
     return result
+
+
+def _sweep_ab(ws: workspace.Workspace) -> list[Path]:
+    """What `onboard ab` runs killed outright left: their worktrees, then run folders."""
+    swept = worktrees.sweep_dead_worktrees(ws.checkout_path)
+    return swept + worktrees.sweep_dead_runs(ws.root / worktrees.RUNS)

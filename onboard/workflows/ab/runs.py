@@ -94,7 +94,9 @@ def run_once(side: Side, script: Path, args: list[str], *, cwd: Path, timeout: f
             "no verdict.",
             next_step="Make the script shorter, or raise --timeout.",
         ) from None
-    own, stderr, compiled = _report(redact(result.stderr))  # shown on a failure: never a token in it
+    own, stderr, compiled = _report(
+        redact(result.stderr)
+    )  # shown on a failure: never a token in it
     if result.returncode != 0:
         lines = stderr.splitlines()[-_TAIL:] or ["(no output on stderr)"]
         tail = "\n".join("    " + line for line in lines)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from onboard import git
 from onboard.errors import OnboardError
+from onboard.shell import quote
 from onboard.workflows.build import (
     build_type,
     build_version,
@@ -31,7 +32,6 @@ from onboard.workflows.build import (
 )
 from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Choice, Part
-from onboard.shell import quote
 
 if TYPE_CHECKING:
     from onboard.report import Reporter
@@ -285,8 +285,7 @@ def _commands(
         commands.append("pip install " + " ".join(f"'{s}'" for s in install))
     commands.append(
         f"cd {quote(ws.checkout_path)} && <env above> python -m pip install "
-        "--no-build-isolation -v -e ."
-        + ("".join(f" {a}" for a in extra_args))
+        "--no-build-isolation -v -e ." + ("".join(f" {a}" for a in extra_args))
     )
     return tuple(commands)
 

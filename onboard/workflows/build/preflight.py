@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from onboard import git
+from onboard.shell import quote
 from onboard.workflows.build import machine, requirements
 from onboard.workflows.build.machine import Tool
 from onboard.workflows.build.memory import Estimate
 from onboard.workflows.build.parts import Check, Part
-from onboard.shell import quote
 
 # PyTorch's top-level CMakeLists.txt: cmake_minimum_required(VERSION 3.27 ...).
 DEFAULT_MIN_CMAKE = (3, 27)

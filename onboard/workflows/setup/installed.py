@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 from onboard import torchenv
 from onboard.errors import OnboardError
+from onboard.shell import quote
 from onboard.workflows import checkout as checkout_mod
 from onboard.workflows import reference_tree
-from onboard.shell import quote
 
 
 class Target(NamedTuple):

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from onboard import git, signals, staging, transaction, workspace
 from onboard.errors import BadInput, OnboardError
+from onboard.shell import quote
 from onboard.workflows import reference_tree
 from onboard.workflows.checkout import FetchStats, fetch_target
 from onboard.workflows.setup import disk, sources, workspace_files
@@ -230,13 +231,13 @@ def _follow_reference(
             # An untracked file of the user's is in the way: move the branch only.
             result.notes.append(
                 f"the work tree could not follow `reference` to torch {version} ({exc.message}); "
-                f"move or delete the files in the way, then run `git -C {repo} merge --ff-only "
-                f"{reference_tree.tag_name(version)}`"
+                "move or delete the files in the way, then run "
+                f"`git -C {quote(repo)} merge --ff-only {reference_tree.tag_name(version)}`"
             )
     elif on_reference:
         result.notes.append(
             f"`reference` is checked out with uncommitted changes, so it stays at torch "
-            f"{previous}: commit or stash them, then `git -C {repo} merge --ff-only "
+            f"{previous}: commit or stash them, then `git -C {quote(repo)} merge --ff-only "
             f"{reference_tree.tag_name(version)}`"
         )
     else:
@@ -244,12 +245,12 @@ def _follow_reference(
         if branch and old_tag:
             result.notes.append(
                 f"your branch `{branch}` stays on the reference tree of torch {previous}; to "
-                f"move it onto torch {version}: `git -C {repo} rebase --onto reference "
+                f"move it onto torch {version}: `git -C {quote(repo)} rebase --onto reference "
                 f"{old_tag} {branch}`"
             )
         else:
             result.notes.append(
-                f"the checkout stays on {_where(repo)}; `git -C {repo} checkout reference` "
+                f"the checkout stays on {_where(repo)}; `git -C {quote(repo)} checkout reference` "
                 f"shows torch {version}"
             )
 
@@ -372,17 +373,17 @@ def _follow_clone(
         except OnboardError as exc:
             result.notes.append(
                 f"HEAD stays at {head[:12]}: {exc.message}; when ready, "
-                f"`git -C {repo} checkout --detach {new_tag}`"
+                f"`git -C {quote(repo)} checkout --detach {new_tag}`"
             )
     elif branch and old_tag:
         result.notes.append(
             f"your branch `{branch}` stays on torch {old.torch_version}'s commit; to move it "
-            f"onto {sha[:12]}: `git -C {repo} rebase --onto {new_tag} {old_tag} {branch}`"
+            f"onto {sha[:12]}: `git -C {quote(repo)} rebase --onto {new_tag} {old_tag} {branch}`"
         )
     else:
         result.notes.append(
             f"the checkout stays on {_where(repo)}; the installed commit is {sha[:12]} "
-            f"(`git -C {repo} checkout --detach {new_tag}`)"
+            f"(`git -C {quote(repo)} checkout --detach {new_tag}`)"
         )
 
 

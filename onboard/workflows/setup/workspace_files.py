@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from onboard import files, git, ide, torchenv, workspace
+from onboard.shell import quote
 from onboard.workflows.setup.layout import CHECKOUT_DIR, GDB_FILE, NOXFILE
 from onboard.workflows.setup.request import SetupRequest
 from onboard.workflows.setup.result import SetupResult
-from onboard.shell import quote
 
 
 def write(req: SetupRequest, env: torchenv.TorchEnv, at: Path, result: SetupResult) -> None:
