@@ -1,6 +1,6 @@
 """Start-up cost: median wall time of `onboard --help` against `python -c pass`.
 
-Target (issue 2): under 0.3 s on these machines. Also checks which heavy
+Target: under 0.3 s on these machines. Also checks which heavy
 modules the start-up imported, so a regression names its cause.
 """
 

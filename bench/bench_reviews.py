@@ -7,7 +7,7 @@ tests/fixtures/review_history.py on top; a loopback GitHub serves its review
 comments. One `reviews sync` fills the cache (its API calls are counted and
 printed), then, each a fresh process, median of RUNS:
 
-- `git blame -L N,N` of the reland's line (the reference the issue names), and
+- `git blame -L N,N` of the reland's line (the reference a user would run), and
   `git blame --porcelain -M -C -L N,N` (what onboard asks git);
 - `onboard blame PATH:N --offline`, history present and the cache warm
   (target: <= 3x `git blame -L`, under 0.5 s);

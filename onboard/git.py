@@ -9,13 +9,14 @@ a header comment.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import gitlock, lazy_re, proc, signals
+from onboard import gitlock, proc, signals
 from onboard.errors import BadInput, OnboardError, ProcError, ProcTimeout
 
 # The open transactions' names for git's reflog (innermost last), and what
@@ -178,10 +179,10 @@ def log_subjects(repo: str | os.PathLike[str], revs: Sequence[str]) -> list[str]
 
 
 # --- setup ---
-# `onboard setup`: a fresh repository holding exactly one commit (PYTORCH_FACTS:
+# `onboard setup`: a fresh repository holding exactly one commit (docs/pytorch-facts.md:
 # "GitHub serves fetch-by-sha", the way tools/nightly.py checks out a commit).
 
-_SIZE_RE = lazy_re.compile(r"([\d.]+)\s*([KMGT]?i?B)\b")
+_SIZE_RE = re.compile(r"([\d.]+)\s*([KMGT]?i?B)\b")
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 
 
@@ -589,7 +590,7 @@ def bisect_mark(repo: str | os.PathLike[str], term: str, rev: str | None = None)
     return git(repo, *args, *([rev] if rev else []), check=False, timeout=None)
 
 
-_HELPER_STATE = lazy_re.compile(r'git bisect--helper (--bisect-state|state) "\$cmd" "\$@"')
+_HELPER_STATE = re.compile(r'git bisect--helper (--bisect-state|state) "\$cmd" "\$@"')
 _HELPER_ANY = 'git bisect--helper "$cmd" "$@"'
 _SCRIPT: list[str] = []
 
@@ -645,7 +646,7 @@ SUBMODULE_SYNC_IDLE_S = 300.0
 def submodule_sync(
     repo: str | os.PathLike[str], *, idle_timeout: float = SUBMODULE_SYNC_IDLE_S
 ) -> proc.Result:
-    """Check out the submodule commits the current commit pins (PYTORCH_FACTS: Bisect).
+    """Check out the submodule commits the current commit pins (docs/pytorch-facts.md: Bisect).
 
     A pinned commit that is not local is fetched, so this waits on the
     network: ``--progress`` keeps output coming while git works, and a remote

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from onboard import lazy_re, proc
+from onboard import proc
 from onboard.errors import OnboardError
 
 # One record per commit: fields split by NUL, records by RS (0x1e); the message
@@ -232,7 +233,7 @@ def file_at(repo: str | os.PathLike[str], rev: str, path: str) -> str | None:
 
 # --- blame -------------------------------------------------------------------
 
-_HEADER = lazy_re.compile(r"^([0-9a-f]{40}) (\d+) (\d+)(?: (\d+))?$")
+_HEADER = re.compile(r"^([0-9a-f]{40}) (\d+) (\d+)(?: (\d+))?$")
 
 
 def blame(
@@ -314,7 +315,7 @@ def parse_porcelain(text: str) -> list[BlameLine]:
 
 # --- the blobless fetch ----------------------------------------------------------
 
-_RECEIVING = lazy_re.compile(r"Receiving objects:\s+(\d+)% \((\d+)/(\d+)\)")
+_RECEIVING = re.compile(r"Receiving objects:\s+(\d+)% \((\d+)/(\d+)\)")
 
 
 def pack_bytes(repo: str | os.PathLike[str]) -> int:

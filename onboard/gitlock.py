@@ -17,10 +17,10 @@ for it, or, when no git runs there, remove that exact file.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from onboard import lazy_re
 from onboard.errors import ProcError
 
 # git commands (and `worktree`, `bisect`, ... subcommands) that only read state.
@@ -42,7 +42,7 @@ def read_only_env(args: Sequence[str]) -> dict[str, str]:
     return {}
 
 
-_LOCKED = lazy_re.compile(r"Unable to create '(?P<path>[^'\n]+\.lock)': File exists")
+_LOCKED = re.compile(r"Unable to create '(?P<path>[^'\n]+\.lock)': File exists")
 
 
 class GitLocked(ProcError):

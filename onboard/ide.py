@@ -1,7 +1,7 @@
 """VS Code and gdb files that make the debugger land in the checkout.
 
 The installed binary names its sources under the CI build prefix
-(``/__w/pytorch/pytorch/aten/src/...``, PYTORCH_FACTS "Identifying the
+(``/__w/pytorch/pytorch/aten/src/...``, docs/pytorch-facts.md "Identifying the
 installed build"); cppdbg's ``sourceFileMap`` and gdb's ``set substitute-path``
 map that prefix to the checkout. debugpy's ``pathMappings`` maps the installed
 ``torch/`` package to the checkout's ``torch/``, so a breakpoint set in the
@@ -84,7 +84,7 @@ def launch_configurations(
         "python": python,
         # Without this, debugpy skips library frames: torch itself.
         "justMyCode": False,
-        # The C++ side of a Python exception (PYTORCH_FACTS: TORCH_SHOW_CPP_STACKTRACES).
+        # The C++ side of a Python exception (docs/pytorch-facts.md: TORCH_SHOW_CPP_STACKTRACES).
         "env": env,
     }
     if torch_dir is not None:

@@ -6,13 +6,12 @@ stderr), tests pass ``Reporter()`` which records the messages.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TextIO
-
-from onboard import lazy_re
 
 
 class Task:
@@ -55,7 +54,7 @@ class Reporter:
 
 # How a LineReporter writes a check's start and end, so that the onboard process
 # reading a child's output (`onboard verify` reading `nox -s verify`) can show them.
-CHECK_LINE = lazy_re.compile(
+CHECK_LINE = re.compile(
     r"^onboard: (?P<status>started|passed|failed|not checked|done): (?P<name>.+?)"
     r"(?: \((?P<seconds>\d+(?:\.\d+)?) s\))?$"
 )

@@ -42,7 +42,7 @@ _SOURCE_RE = re.compile(
 # Python puts the current folder (for `-c`, `-m`, the REPL) or a script's own
 # folder first on sys.path. Started from a PyTorch checkout, a child's
 # `import torch` would load the checkout's uncompiled torch/ instead of the
-# installed torch onboard is asked about (PYTORCH_FACTS "Debugger and ABI
+# installed torch onboard is asked about (docs/pytorch-facts.md "Debugger and ABI
 # facts"). Such children run from an empty folder of onboard's own, with
 # PYTHONSAFEPATH=1: Python 3.11+ then puts no such folder on sys.path at
 # all; older interpreters ignore the variable, and the empty folder holds.
@@ -295,7 +295,7 @@ def _torch_dir(tinfo: TorchInfo | None, spec_origin: str | None) -> Path | None:
 
 
 def classify(version: str, git_version: str | None) -> Commit:
-    """Name the commit a build came from (see PYTORCH_FACTS: Identifying the installed build)."""
+    """The commit a build came from (docs/pytorch-facts.md "Identifying the installed build")."""
     sha = git_version if git_version and _SHA_RE.match(git_version) else None
     local = _LOCAL_RE.search(version)
     if local:

@@ -6,7 +6,7 @@ runs the same session by hand and makes the same plan itself (``-- --debug``,
 ``--debinfo FILE``, ``--cache``, ``--jobs N``, ``--with-tests``; anything else
 goes to ``pip install``).
 
-What it does (PYTORCH_FACTS "Building"): a venv from the workspace's
+What it does (docs/pytorch-facts.md "Building"): a venv from the workspace's
 interpreter in ``WS/.nox/build``; the checkout's own build requirements
 (``requirements-build.txt``, else ``requirements.txt``) without any ``torch``
 line, so the venv never gets torch from PyPI; the tools the plan adds (cmake,

@@ -14,7 +14,7 @@ import nox
 
 __all__ = ["verify"]
 
-# --- onboard build (issue 6): the `build` session lives in tasks/build.py ---
+# --- onboard build: the `build` session lives in tasks/build.py ---
 from onboard.tasks.build import build  # noqa: E402
 
 __all__ += ["build"]

@@ -1,4 +1,4 @@
-"""`onboard ab` on the real torch, as the issue's acceptance: in a `--from-wheel`
+"""`onboard ab` on the real torch, as a user runs it: in a `--from-wheel`
 workspace, a Python-only change that slows a function, committed in the workspace,
 is reported "slower" with its interval, and an unchanged pair "no change". And an
 A/A run on every pair of sides, with PYTHONDONTWRITEBYTECODE=1, claims nothing.

@@ -211,19 +211,6 @@ def test_a_build_prefix_cache_of_the_wrong_shape_is_scanned_again(
     assert json.loads(cached.read_text())["prefix"] == first.prefix
 
 
-def test_lazy_patterns_compile_on_first_use_and_behave_as_compiled() -> None:
-    import re
-
-    from onboard import lazy_re
-
-    pattern = lazy_re.compile(r"\bT(\d{3,})\b", re.I)
-    assert "_args" in vars(pattern) and "search" not in vars(pattern)  # nothing compiled yet
-    assert pattern.search("see t12345 here").group(1) == "12345"  # type: ignore[union-attr]
-    assert "search" in vars(pattern)  # stored: later calls skip the lookup
-    assert pattern.findall("T123 t4567") == ["123", "4567"]
-    assert pattern.pattern == r"\bT(\d{3,})\b" and pattern.flags & re.I
-
-
 def test_sealed_files_hold_what_was_written_and_nothing_else(tmp_path: Path) -> None:
     from onboard.cache import read_sealed, write_sealed
 

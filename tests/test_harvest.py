@@ -1051,7 +1051,7 @@ def test_whole_wheel_reference_tree(tmp_path: Path) -> None:
     ws_root = _workspace(tmp_path, root, reference=True)
     result = hv.harvest(workspace=str(ws_root))
     s = result.summary()
-    # PYTORCH_FACTS: ~3,300 tagged comments, ~65 in vendored headers.
+    # docs/pytorch-facts.md: ~3,300 tagged comments, ~65 in vendored headers.
     assert 2500 < s["harvested"] < 4500 and 30 < s["skipped_vendored"] < 150
     _check_against_independent(root, result)
     # The same items, ids and joined texts as the whole-file lexer (tokenize) finds.

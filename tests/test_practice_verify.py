@@ -1,4 +1,4 @@
-"""Practice mode end to end, as the issue's acceptance: in a `--from-wheel` workspace,
+"""Practice mode end to end: in a `--from-wheel` workspace,
 `onboard new-op trunc` makes the practice branch, `onboard verify` fails before the
 kernel is written and names torch.trunc as the oracle, and passes once the marked
 lines compute trunc. Slow: real compiles (and nvcc when present).

@@ -1,5 +1,5 @@
 """Suggested commands are runnable as printed: the checker itself, and the suggestions
-of the scenarios the issue names, run again to see they are not refused for the reason
+of the scenarios users met, run again to see they are not refused for the reason
 they were given. (Every suggestion any test sees is also parsed at the end of the run,
 by the plugin in tests/fixtures/suggestions.py.)"""
 

@@ -1,7 +1,7 @@
 """A shallow checkout of exactly one PyTorch commit.
 
 ``git init``; ``git remote add origin URL``; ``git fetch --depth 1 origin
-<sha>``; ``git checkout --detach`` (PYTORCH_FACTS: GitHub serves fetch-by-sha,
+<sha>``; ``git checkout --detach`` (docs/pytorch-facts.md: GitHub serves fetch-by-sha,
 as ``tools/nightly.py`` relies on). A nightly wheel's ``git_version`` is a
 commit on the ``nightly`` branch whose subject names the main commit as
 ``(<sha>)``: that commit is fetched first and its subject followed.

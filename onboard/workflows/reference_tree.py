@@ -58,7 +58,7 @@ _TORCH_SKIP_DIRS = {"include", "lib", "bin", "share", "test"}  # compiled or ins
 _SKIP_SUFFIXES = (".so", ".pyc", ".pyo", ".pyd", ".dylib", ".dll", ".a", ".lib")
 # Headers torchgen writes into build/aten/src/ATen (aten/src/ATen/templates/*.h
 # and the per-op ops/ folder); they are not in git, and the binary names them
-# under build/ (PYTORCH_FACTS: "~60 are generated files under build/").
+# under build/ (docs/pytorch-facts.md: "~60 are generated files under build/").
 GENERATED_ATEN_RE = re.compile(r"^(ops/.*|[A-Za-z]+Functions(_inl)?\.h|Config\.h)$")
 _GENERATED_C10 = {"macros/cmake_macros.h"}
 

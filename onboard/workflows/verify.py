@@ -90,7 +90,7 @@ CHECKS: list[CheckFn] = []
 # Modules whose import registers more checks (with @check); other commands
 # add their module name here.
 CHECK_MODULES: list[str] = [
-    "onboard.tasks.newop_checks",  # onboard new-op (issue 4): scaffolded ops
+    "onboard.tasks.newop_checks",  # onboard new-op: scaffolded ops
 ]
 
 
@@ -271,7 +271,7 @@ def installed_commit(ctx: VerifyContext) -> Check:
 
         message = git.commit_message(repo) if head else ""
         if head and "Onboard-Torch-Commit:" not in message:
-            # onboard new-op (issue 4): HEAD may be a scaffold commit on top of the
+            # onboard new-op: HEAD may be a scaffold commit on top of the
             # reference commit; the trailers are on the nearest commit that has them.
             message = git.out(repo, "log", "-1", "--format=%B", "--grep=^Onboard-Torch-Commit:")
         found = reference_tree.trailers(message) if head else {}

@@ -5,7 +5,7 @@ Python files (outside the code generators) needs no rebuild: the repro imports
 them from the checkout. C++/CUDA/CMake/yaml changes, the code generators
 (``torchgen/``, ``tools/``), ``setup.py`` and submodule pins need one, run
 through the workspace's ``build`` nox session with submodules synced first
-(PYTORCH_FACTS: Bisect facts; incremental builds do not regenerate
+(docs/pytorch-facts.md: Bisect facts; incremental builds do not regenerate
 ``torch/version.py``).
 """
 

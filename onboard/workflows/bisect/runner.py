@@ -6,7 +6,7 @@ missing GPU (skip, and refused up front), and a death by signal, which counts
 as a failure or a skip as the user chooses (``--on-crash``). Because onboard
 steps ``git bisect`` itself, no exit code of the repro ever reaches git:
 ``git bisect run`` would abort the whole bisect on an exit code >= 128, which
-is what a segfault through a shell gives (PYTORCH_FACTS: Bisect facts).
+is what a segfault through a shell gives (docs/pytorch-facts.md: Bisect facts).
 """
 
 from __future__ import annotations

@@ -124,8 +124,8 @@ def post_checks(
             + (
                 ""
                 if same
-                else f" != checkout HEAD {head} (torch/version.py is stale: rebuild "
-                "with CMAKE_FRESH=1, PYTORCH_FACTS 'Bisect facts')"
+                else f" != checkout HEAD {head} (torch/version.py is stale: an incremental "
+                "build does not regenerate it; rebuild with CMAKE_FRESH=1)"
             ),
         )
     )

@@ -1,6 +1,6 @@
 """The shapes PyTorch's TODO comments take, parsed.
 
-Counted on the 2.13 wheel (PYTORCH_FACTS): ~80% bare (``TODO: ...``), ~16%
+Counted on the 2.13 wheel (docs/pytorch-facts.md): ~80% bare (``TODO: ...``), ~16%
 ``TODO(name)``, ~2% ``TODO(future PR)``, under 1% with an issue number
 (``TODO(#1234)``, ``see https://github.com/pytorch/pytorch/issues/1234``),
 and some Meta-internal task ids (``T123456``), whose context is not public.
@@ -11,19 +11,16 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from onboard import lazy_re
 from onboard.workflows.harvest.tags import TAG_RE
 
 # Right after the tag: TODO(name), TODO (name), TODO[name].
-_PAREN_RE = lazy_re.compile(r"\s?[(\[]([^()\[\]]{1,80})[)\]]")
-_ISSUE_URL_RE = lazy_re.compile(r"github\.com/pytorch/pytorch/(issues|pull)/(\d+)")
-_OTHER_URL_RE = lazy_re.compile(r"https?://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+")
-_HASH_ISSUE_RE = lazy_re.compile(r"(?<![\w&/])#(\d{4,6})\b")
-_INTERNAL_RE = lazy_re.compile(r"\bT\d{5,}\b")
-_FUTURE_PR_RE = lazy_re.compile(
-    r"^\s*(a\s+)?(future|follow[- ]?up|next)\s+(pr|diff|change)s?\s*$", re.I
-)
-_NAME_RE = lazy_re.compile(r"^@?[A-Za-z][\w.-]*(\s*[,/]\s*@?[A-Za-z][\w.-]*)*$")
+_PAREN_RE = re.compile(r"\s?[(\[]([^()\[\]]{1,80})[)\]]")
+_ISSUE_URL_RE = re.compile(r"github\.com/pytorch/pytorch/(issues|pull)/(\d+)")
+_OTHER_URL_RE = re.compile(r"https?://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+")
+_HASH_ISSUE_RE = re.compile(r"(?<![\w&/])#(\d{4,6})\b")
+_INTERNAL_RE = re.compile(r"\bT\d{5,}\b")
+_FUTURE_PR_RE = re.compile(r"^\s*(a\s+)?(future|follow[- ]?up|next)\s+(pr|diff|change)s?\s*$", re.I)
+_NAME_RE = re.compile(r"^@?[A-Za-z][\w.-]*(\s*[,/]\s*@?[A-Za-z][\w.-]*)*$")
 
 BARE = "bare"
 OWNER = "owner"

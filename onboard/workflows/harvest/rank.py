@@ -11,24 +11,24 @@ first). ``FIXME``/``HACK`` in core code usually guards something subtle.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onboard import lazy_re
 from onboard.cache import sha1_hex
 from onboard.workflows.harvest import forms
 
 # Small, local wording: the comment says what to do, and it is little.
 # (Matched against the lower-cased text: re.I makes these ~3x slower.)
-_SMALL_RE = lazy_re.compile(
+_SMALL_RE = re.compile(
     r"\b(remove|delete|drop|rename|simplify|clean ?up|unused|dead code|typo|"
     r"add (?:a |some |more )?tests?|test (?:this|that)|type (?:hint|annotation)s?|annotate|"
     r"docstring|document|deprecat\w*|use \S+ instead|replace (?:this|with)|switch to|"
     r"move (?:this|it) (?:to|into)|inline)\b"
 )
 # Open-ended wording: design work, investigation, performance.
-_BIG_RE = lazy_re.compile(
+_BIG_RE = re.compile(
     r"\b(refactor\w*|redesign|rewrite|re-?architect|implement\w*|support (?:for )?|"
     r"performance|perf|optimi[sz]\w*|investigate|figure out|not sure|unclear|"
     r"properly|in general|generali[sz]e)\b|\?"

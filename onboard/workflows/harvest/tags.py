@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from onboard import lazy_re
-
 TAGS = ("TODO", "FIXME", "XXX", "HACK")
-TAG_RE = lazy_re.compile(r"\b(TODO|FIXME|XXX|HACK)\b")
+TAG_RE = re.compile(r"\b(TODO|FIXME|XXX|HACK)\b")
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 C_SUFFIXES = (

@@ -2,7 +2,7 @@
 
 Every scaffold is a structured TensorIterator op (``structured_inherits:
 TensorIteratorBase``), the pattern of trunc and hypot in current PyTorch
-(PYTORCH_FACTS: "Anatomy of a structured unary op"). What differs between
+(docs/pytorch-facts.md: "Anatomy of a structured unary op"). What differs between
 pointwise ops is the meta function's TensorIterator builder, what happens to
 integer inputs and the floating dtypes the kernel dispatches over; ``--like OP``
 reads those from the checkout's yaml and headers and from the installed torch.

@@ -1,6 +1,6 @@
 """Where an op's DispatchStub and structured kernel are written in the checkout.
 
-The structured-kernel pattern names everything after the op (PYTORCH_FACTS:
+The structured-kernel pattern names everything after the op (docs/pytorch-facts.md:
 "Anatomy of a structured unary op"): ``DECLARE_DISPATCH(..., NAME_stub)`` in a
 header, ``DEFINE_DISPATCH(NAME_stub)`` and ``TORCH_META_FUNC(NAME)`` /
 ``TORCH_IMPL_FUNC(NAME_out)`` in a .cpp, ``REGISTER_DISPATCH(NAME_stub, ...)``

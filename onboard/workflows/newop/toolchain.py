@@ -1,7 +1,7 @@
 """The compilers an op check drives: the workspace's torch, the C++ compile, nvcc.
 
 One place for the interpreter's torch and torchgen folders, the flags that make
-an out-of-tree object match the wheel's ABI (PYTORCH_FACTS: "Checking a
+an out-of-tree object match the wheel's ABI (docs/pytorch-facts.md: "Checking a
 scaffolded op without building PyTorch"), the compile child, and the
 compile-only nvcc check of a ``.cu`` file. New-op verify and the practice
 judge use the very same functions.

@@ -6,7 +6,7 @@
 2. ``python -m torchgen.gen`` over the whole yaml, as the in-tree build runs
    it, for the sources of the CPU, CUDA and Meta backends: the op must land in
    RegisterSchema and the three Register files. Some yaml mistakes only
-   surface here (PYTORCH_FACTS: "Anatomy of a structured unary op").
+   surface here (docs/pytorch-facts.md: "Anatomy of a structured unary op").
 
 Both are cached by the content of their inputs; the full codegen is shared by
 every op of the workspace, so an unchanged yaml is generated once.

@@ -1,4 +1,4 @@
-"""Verify a scaffolded op as far as a CPU machine can (PYTORCH_FACTS: "Checking a
+"""Verify a scaffolded op as far as a CPU machine can (docs/pytorch-facts.md: "Checking a
 scaffolded op without building PyTorch").
 
 1. torchgen parses the checkout's native_functions.yaml; ``load_derivatives``

@@ -185,7 +185,7 @@ def parse(text: str) -> Trace:
 
 # --- layers -----------------------------------------------------------------
 
-# Ordered caller -> callee, as the chain reads.
+# Ordered caller -> callee, as a C++ trace is read top down.
 LAYERS = (
     "python",
     "python binding",

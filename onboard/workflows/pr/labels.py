@@ -2,7 +2,7 @@
 
 The merge bot refuses a PR without a `release notes: <area>` or
 `topic: not user facing` label; contributors without label rights ask the bot
-with a comment `@pytorchbot label "..."` (PYTORCH_FACTS.md, PR facts). The
+with a comment `@pytorchbot label "..."` (docs/pytorch-facts.md, PR facts). The
 suggestion is a starting point: the PR's reviewers have the last word.
 """
 

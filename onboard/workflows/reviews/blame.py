@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from onboard import cache, git_history, lazy_re
+from onboard import cache, git_history
 from onboard.workflows.reviews import trailers
 from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.tree import Tree
@@ -25,7 +25,7 @@ from onboard.workflows.reviews.tree import Tree
 IGNORE_FILE = ".git-blame-ignore-revs"
 WALK_ROUNDS = 5
 NOT_COMMITTED = "0" * 40
-_SHA = lazy_re.compile(r"^[0-9a-f]{40}$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
 _IGNORED = {"key": str, "present": [str]}
 _SKIPPED_KINDS = (trailers.REVERT, trailers.RELAND, trailers.CODEMOD)
 

@@ -13,16 +13,16 @@ only in GraphQL, so it is not shown. Reviews (``/pulls/{n}/reviews``) carry a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from onboard import lazy_re
 from onboard.workflows.reviews.trailers import is_bot
 
-_WS = lazy_re.compile(r"\s+")
+_WS = re.compile(r"\s+")
 # A commented line this short or plain ("}", "return x;") says little alone:
 # its context lines from the hunk must be found with it.
-_TRIVIAL = lazy_re.compile(r"^[\s{}();,\[\]]*$")
+_TRIVIAL = re.compile(r"^[\s{}();,\[\]]*$")
 
 
 def _int(value: Any) -> int | None:

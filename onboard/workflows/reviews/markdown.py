@@ -7,15 +7,14 @@ named, never asked for review.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
-
-from onboard import lazy_re
 
 if TYPE_CHECKING:
     from onboard.workflows.reviews.comments import Thread
     from onboard.workflows.reviews.results import BlameResult, PrView, ReviewsResult
 
-_MENTION = lazy_re.compile(r"(?<![\w`/])@([A-Za-z0-9][A-Za-z0-9_/-]*)")
+_MENTION = re.compile(r"(?<![\w`/])@([A-Za-z0-9][A-Za-z0-9_/-]*)")
 _QUOTE_CHARS = 300
 
 

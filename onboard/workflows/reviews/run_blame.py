@@ -3,7 +3,8 @@ request, who approved it, and what reviewers said on those lines."""
 
 from __future__ import annotations
 
-from onboard import lazy_re
+import re
+
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.reviews import blame as blame_mod
@@ -14,7 +15,7 @@ from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.results import BlamedLine, BlameResult
 from onboard.workflows.reviews.tree import line_count, quote, repo_path
 
-_SPEC = lazy_re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+_SPEC = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
 
 
 def parse_spec(spec: str) -> tuple[str, int, int]:

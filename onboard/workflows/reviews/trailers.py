@@ -18,35 +18,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from onboard import lazy_re
 from onboard.github_answers import LOGIN_RE
 
-_RESOLVED = lazy_re.compile(
+_RESOLVED = re.compile(
     r"^Pull Request resolved: https?://(?P<host>[^/\s]+)/(?P<repo>[^/\s]+/[^/\s]+)/pull/"
     r"(?P<number>\d+)",
     re.MULTILINE,
 )
-_APPROVED = lazy_re.compile(r"^Approved by: ?(?P<who>.*)$", re.MULTILINE)
-_GHSTACK = lazy_re.compile(r"^ghstack dependencies: (?P<prs>.*)$", re.MULTILINE)
-_COAUTHOR = lazy_re.compile(r"^Co-authored-by: (?P<who>.+)$", re.MULTILINE)
-_DIFF_REV = lazy_re.compile(r"^Differential Revision:.+?(?P<diff>D\d+)", re.MULTILINE)
-_SUBJECT_PR = lazy_re.compile(r"\(#(?P<number>\d+)\)\s*$")
-_REVERT_SUBJECT = lazy_re.compile(r'^Revert "(?P<title>.*)"\s*$')
-_REVERTS_SHA = lazy_re.compile(r"This reverts commit (?P<sha>[0-9a-f]{7,40})")
-_REVERTED_BY = lazy_re.compile(
+_APPROVED = re.compile(r"^Approved by: ?(?P<who>.*)$", re.MULTILINE)
+_GHSTACK = re.compile(r"^ghstack dependencies: (?P<prs>.*)$", re.MULTILINE)
+_COAUTHOR = re.compile(r"^Co-authored-by: (?P<who>.+)$", re.MULTILINE)
+_DIFF_REV = re.compile(r"^Differential Revision:.+?(?P<diff>D\d+)", re.MULTILINE)
+_SUBJECT_PR = re.compile(r"\(#(?P<number>\d+)\)\s*$")
+_REVERT_SUBJECT = re.compile(r'^Revert "(?P<title>.*)"\s*$')
+_REVERTS_SHA = re.compile(r"This reverts commit (?P<sha>[0-9a-f]{7,40})")
+_REVERTED_BY = re.compile(
     r"^Reverted (?P<url>https?://[^/\s]+/[^/\s]+/[^/\s]+/pull/(?P<number>\d+)) on behalf of "
     r"https?://[^/\s]+/(?P<login>[^\s/]+)(?: due to (?P<reason>.*))?$",
     re.MULTILINE,
 )
-_RELAND = lazy_re.compile(r"^\s*(?:\[\s*)?re-?land(?:ed|ing)?\b", re.IGNORECASE)
+_RELAND = re.compile(r"^\s*(?:\[\s*)?re-?land(?:ed|ing)?\b", re.IGNORECASE)
 # Subjects of mass edits that change how lines look, not what they do (the kind
 # `.git-blame-ignore-revs` lists: clang-format, UFMT, ruff, lint sweeps, codemods).
-_CODEMOD = lazy_re.compile(
+_CODEMOD = re.compile(
     r"codemod|clang-?format|\bufmt\b|\bruff\b|\bflake8\b|\bpyupgrade\b|\bisort\b|"
     r"\breformat|\bautoformat|\blint(?:er|ing)?\b|\bwhitespace\b|\btypos?\b|enforce style",
     re.IGNORECASE,
 )
-_PR_REF = lazy_re.compile(r"(?:/pull/|#)(?P<number>\d{3,})\b")
+_PR_REF = re.compile(r"(?:/pull/|#)(?P<number>\d{3,})\b")
 
 CHANGE, REVERT, RELAND, CODEMOD = "change", "revert", "reland", "codemod"
 

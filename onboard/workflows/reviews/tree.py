@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import git_history, lazy_re
+from onboard import git_history
 from onboard.errors import BadInput, NoWorkspace
 from onboard.workspace import CLONE, Workspace
 
@@ -24,9 +24,9 @@ DEFAULT_UPSTREAM = "pytorch/pytorch"
 
 # Files every op's pull request touches: only the op's own entry in them counts.
 REGISTRIES = {
-    "aten/src/ATen/native/native_functions.yaml": lazy_re.compile(r"^- func:"),
-    "tools/autograd/derivatives.yaml": lazy_re.compile(r"^- name:"),
-    "torch/testing/_internal/common_methods_invocations.py": lazy_re.compile(r"^    \w*Info\("),
+    "aten/src/ATen/native/native_functions.yaml": re.compile(r"^- func:"),
+    "tools/autograd/derivatives.yaml": re.compile(r"^- name:"),
+    "torch/testing/_internal/common_methods_invocations.py": re.compile(r"^    \w*Info\("),
 }
 _ENTRY_MAX_LINES = 40
 
