@@ -340,10 +340,11 @@ def test_dot_edges_are_labelled_with_their_place_in_next_functions(tmp_path: Pat
     assert shown == truth
 
 
-def test_readme_dot_example_is_what_graph_prints(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_guides_dot_example_is_what_graph_prints(tmp_path: Path) -> None:
+    guide = Path(__file__).resolve().parent.parent / "docs" / "guide" / "graph.md"
+    readme = guide.read_text(encoding="utf-8")
     at = readme.index("```\ndigraph autograd {")
     block = readme[at + 4 : readme.index("```", at + 4)]
     script = tmp_path / "train_step.py"
-    script.write_text(STEP)  # the README's train_step.py
+    script.write_text(STEP)  # the guide's train_step.py
     assert graph([PY, str(script)], dot=True).dot == block

@@ -182,13 +182,13 @@ def test_namesake_stubs_in_other_namespaces_are_marked_ambiguous() -> None:
     assert [(s.location.path, s.detail) for s in chosen] == [("a/Two.h", "")]
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "trace.md"
 _TIMES = re.compile(r"\d+\.\d+ (ms|s)\b")
 
 
 def readme_block(first_line_start: str) -> list[str]:
-    """The README's fenced output block whose first line starts with ``first_line_start``."""
-    text = README.read_text(encoding="utf-8")
+    """The trace guide's fenced output block whose first line starts with ``first_line_start``."""
+    text = GUIDE.read_text(encoding="utf-8")
     at = text.index("```\n" + first_line_start)
     return text[at + 4 : text.index("```", at + 4)].rstrip("\n").splitlines()
 

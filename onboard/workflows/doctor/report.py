@@ -161,7 +161,7 @@ def debug_info_summary(env: TorchEnv) -> str:
 
 
 def build_facts(env: TorchEnv) -> dict[str, Any]:
-    """The stable JSON ``facts`` object (documented in the README)."""
+    """The stable JSON ``facts`` object (documented in docs/guide/doctor.md)."""
     py = env.python
     facts: dict[str, Any] = {
         "python": {
