@@ -3,12 +3,13 @@ by whom, and what reviewers said there."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from typing import Any
 
 import click
 
-from onboard.commands._common import common_options, reporter
-from onboard.commands.reviews import HistoryOptions, check_modes, history_options, show
+from onboard.commands import options
+from onboard.commands._common import reporter
+from onboard.commands.reviews import check_modes, show
 
 
 @click.command("blame")
@@ -19,16 +20,9 @@ from onboard.commands.reviews import HistoryOptions, check_modes, history_option
     help="Step back past reverts, relands and codemods (as .git-blame-ignore-revs does for "
     "mass reformats) to the change that meant the line.",
 )
-@history_options
-@common_options
-def blame(
-    spec: str,
-    walk: bool,
-    history: HistoryOptions,
-    md: bool,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.history()
+@options.output()
+def blame(spec: str, md: bool, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """The commit that last changed each line (moves and copies followed, the mass
     reformats of .git-blame-ignore-revs skipped), its pull request, title, date and
     approvers, and the review comments anchored on those lines (threads shown as
@@ -49,5 +43,5 @@ def blame(
     check_modes(as_json, md)
     from onboard.workflows.reviews.run_blame import blame as run
 
-    result = run(spec, walk=walk, reporter=reporter(as_json or md, verbose), **asdict(history))
+    result = run(spec, reporter=reporter(as_json or md, verbose), **parsed)
     return show(result, md=md, as_json=as_json, verbose=verbose)
