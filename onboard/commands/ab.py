@@ -56,6 +56,12 @@ def ab(as_json: bool, verbose: bool, **parsed: Any) -> int:
 
     Exit status 0 when measured, 1 when the outputs differ or the script failed on a side
     (no verdict), 2 for bad arguments.
+
+    \b
+    Examples:
+      onboard ab bench.py                                    # A: installed torch, B: the workspace
+      onboard ab bench.py --a commit:HEAD~1 --b commit:HEAD  # two commits of a Python-only change
+      onboard ab bench.py --rounds 20 -- --size 1024         # arguments after SCRIPT go to it
     """
     from onboard.console import emit
     from onboard.workflows.ab import ABRequest

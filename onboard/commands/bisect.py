@@ -97,6 +97,13 @@ def bisect(as_json: bool, verbose: bool, **parsed: Any) -> int:
     and failed builds skip the commit. Whatever happens, the checkout ends
     on the branch or commit it started on. Exit 0 when one commit was pinned,
     1 otherwise.
+
+    \b
+    Examples:
+      onboard bisect repro.py --good v2.12.0                # --bad defaults to HEAD
+      onboard bisect repro.py --good v2.12.0 --repeat 3 --timeout 300
+      onboard bisect repro.py --good v2.12.0 --term-old broken --term-new fixed  # the fix
+      onboard bisect repro.py --good 2.11.0 --bad 2.13.0 --wheels  # releases, then commits
     """
     from onboard.console import emit
     from onboard.workflows.bisect import BisectRequest, run_bisect

@@ -31,14 +31,14 @@ def blame(spec: str, md: bool, as_json: bool, verbose: bool, **parsed: Any) -> i
     A clone made by `onboard setup` fetches its history the first time (commits and
     trees only, back to --since); file contents come when blame reads them.
 
+    Exit status: 0 answered, 1 no history to blame with, 2 bad arguments (a path
+    not in the checkout, a line beyond the file's end).
+
     \b
     Examples:
       onboard blame aten/src/ATen/native/UnaryOps.cpp:120
       onboard blame aten/src/ATen/native/UnaryOps.cpp:120-140 --walk
       onboard blame torch/_refs/__init__.py:88 --offline --json
-
-    Exit status: 0 answered, 1 no history to blame with, 2 bad arguments (a path
-    not in the checkout, a line beyond the file's end).
     """
     check_modes(as_json, md)
     from onboard.workflows.reviews.run_blame import blame as run

@@ -51,6 +51,12 @@ def build(dry_run: bool, workspace: str | None, as_json: bool, verbose: bool, **
     Arguments after `--` go to `pip install`. Exit status: 0 built and checked
     (or --dry-run with a clean pre-flight), 1 a failed pre-flight, build or check,
     2 bad arguments.
+
+    \b
+    Examples:
+      onboard build --dry-run      # the plan: environment, commands, jobs, disk and memory
+      onboard build --debinfo aten/src/ATen/native/UnaryOps.cpp   # -g only for that file
+      onboard build --jobs 4 --cache ccache
     """
     from onboard import workspace as ws_mod
     from onboard.console import emit_view

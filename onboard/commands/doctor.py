@@ -26,13 +26,14 @@ def doctor(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Show what torch an interpreter has (version, commit, CUDA, C++ ABI, build
     prefix, debug info) and diagnose what is wrong with it.
 
-    \b
-    onboard doctor                          the torch of this interpreter
-    onboard doctor --import my_ext          ... and why `import my_ext` fails
-    onboard doctor -- python use_ext.py     ... and why the script's import fails
-
     Exit status 0 when nothing needs action, 1 when a finding does (errors and
     warnings; info notes do not count).
+
+    \b
+    Examples:
+      onboard doctor                          # the torch of this interpreter
+      onboard doctor --import my_ext          # ... and why `import my_ext` fails
+      onboard doctor -- python use_ext.py     # ... and why the script's import fails
     """
     from onboard.console import emit
     from onboard.workflows.doctor import DoctorRequest

@@ -34,9 +34,10 @@ def graph(as_json: bool, verbose: bool, **parsed: Any) -> int:
     derivatives.yaml formula behind it, the edges' input_nr, leaves, saved tensors and views.
 
     \b
-    onboard graph -- python train_step.py
-    onboard graph --var loss -- python train_step.py
-    onboard graph --dot -- python train_step.py > g.dot
+    Examples:
+      onboard graph -- python train_step.py
+      onboard graph --var loss -- python train_step.py
+      onboard graph --dot -- python train_step.py > g.dot
     """
     from onboard.console import emit
     from onboard.workflows.trace.autograd_graph import GraphRequest

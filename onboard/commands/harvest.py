@@ -94,6 +94,13 @@ def harvest(
     Vendored (third_party/) and generated files are skipped and counted.
     Exit status: 0 results shown (also when none match the filters), 1 no tree
     to search or an unknown id, 2 bad arguments (a malformed or ambiguous id).
+
+    \b
+    Examples:
+      onboard harvest                            # the top 20 of the workspace checkout
+      onboard harvest --module autograd --python-only --limit 50
+      onboard harvest --path 'torch/nn/*' --tag FIXME
+      onboard harvest --markdown > tasks.md
     """
     if ctx.invoked_subcommand is not None:
         return 0
@@ -144,7 +151,13 @@ def show(
     as_json: bool,
     verbose: bool,
 ) -> int:
-    """One harvested comment: its code around it, blame and links."""
+    """One harvested comment: its code around it, blame and links.
+
+    \b
+    Examples:
+      onboard harvest show "$(onboard harvest --json | jq -r '.items[0].id')"
+      onboard harvest show "$(onboard harvest --json | jq -r '.items[0].id')" --offline
+    """
     from onboard.console import emit
     from onboard.workflows.harvest import show as run
 

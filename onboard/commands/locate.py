@@ -26,14 +26,15 @@ from onboard.commands._common import DashDashCommand, after_dashes, reporter
 def locate(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Find the PyTorch source line behind an error.
 
-    \b
-    onboard locate -- python repro.py     run it; walk the raised error down to the check
-    onboard locate "MESSAGE"              find the TORCH_CHECK / raise sites that print it
-    some_command 2>&1 | onboard locate -  read a traceback or log from stdin
-
     Exit status: 0 for a sure answer (the line the binary or the traceback named, or
     one message match of high confidence); 1 when nothing matched or the answer is
     uncertain (the candidates are shown with their confidence and blind spots).
+
+    \b
+    Examples:
+      onboard locate -- python repro.py       # run it; walk the raised error down to the check
+      onboard locate "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+      python repro.py 2>&1 | onboard locate -  # read a traceback or log from stdin
     """
     from onboard.console import emit
     from onboard.workflows.locate import LocateRequest

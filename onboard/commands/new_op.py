@@ -51,6 +51,13 @@ def new_op(name: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
 
     Exit status 0 when the scaffold was written (or printed with --dry-run or
     --reveal), 1 when it could not be, 2 for a refused name.
+
+    \b
+    Examples:
+      onboard new-op my_frac                  # unary: functional, in-place and out=
+      onboard new-op my_hypot2 --kind binary --dry-run   # the diff; nothing written
+      onboard new-op my_trunc --like trunc    # trunc's family: integers copied, same dtypes
+      onboard new-op trunc --reveal           # how PyTorch itself writes trunc
     """
     from onboard.console import emit
     from onboard.workflows.newop import new_op as run_new_op

@@ -59,6 +59,12 @@ def pr(as_json: bool, verbose: bool, **parsed: Any) -> int:
     and write PR_DRAFT.md (in the workspace, or the repo's .git folder).
     With --open: push the branch to your fork and open a draft PR (or update
     the open one). The token comes from GITHUB_TOKEN / GH_TOKEN or gh's config.
+
+    \b
+    Examples:
+      onboard pr                              # dry run: PR_DRAFT.md written, nothing sent
+      onboard pr --issue 12345                # adds "Fixes #12345"
+      onboard pr --open --fork-remote myfork  # push to your fork, open a draft PR
     """
     from onboard.console import emit
     from onboard.workflows.pr import run

@@ -69,16 +69,15 @@ def reviews(targets: tuple[str, ...], md: bool, as_json: bool, verbose: bool, **
     it; everything then works with --offline. Nobody is ever mentioned or asked
     for review.
 
+    Exit status: 0 answered (notes say what was missing), 1 no history or a sync
+    that could not fetch everything (what it fetched is kept), 2 bad arguments.
+
     \b
     Examples:
       onboard reviews trunc
-      onboard reviews aten/src/ATen/native/cpu/UnaryOpsKernel.cpp torch/_refs/__init__.py
-      onboard reviews --reviewer ngimel --since 2024-01-01 --json
+      onboard reviews aten/src/ATen/native/cpu/UnaryOpsKernel.cpp --reviewer ngimel
       onboard reviews sync trunc          # then: onboard reviews trunc --offline
       onboard reviews trunc --md > prior-art.md
-
-    Exit status: 0 answered (notes say what was missing), 1 no history or a sync
-    that could not fetch everything (what it fetched is kept), 2 bad arguments.
     """
     check_modes(as_json, md)
     if click.get_current_context().meta.get(_SYNC):

@@ -64,6 +64,13 @@ def setup(dest: str, then_build: bool, as_json: bool, verbose: bool, **parsed: A
     and a noxfile whose `nox -s verify` checks it all.
 
     Exit status: 0 done, 1 failed (nothing half-made is left), 2 bad arguments.
+
+    \b
+    Examples:
+      onboard setup ~/pt-ws --from-wheel      # offline, in seconds: a reference tree
+      onboard setup ~/pt-ws                   # a depth-1 checkout of the installed commit
+      onboard setup ~/pt-ws --reference ~/src/pytorch   # borrow a clone's objects
+      onboard setup ~/pt-ws --with-submodules --build   # then `onboard build`
     """
     from onboard.console import emit_view
     from onboard.views import setup as view

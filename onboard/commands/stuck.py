@@ -39,13 +39,6 @@ def stuck(as_json: bool, verbose: bool, **parsed: Any) -> int:
     (a DataLoader waiting on its workers, a collective waiting on a peer, a GIL or lock
     deadlock with a C++ thread, a Python deadlock, a CUDA synchronize).
 
-    \b
-    onboard stuck -- python train.py             run it; snapshot when it stops making progress
-    onboard stuck --after 30 -- python train.py  ... after 30 s without progress
-    onboard stuck --kill --timeout 600 -- python train.py
-    onboard stuck PID                            a process that is already hung
-    onboard stuck --json PID
-
     While it runs: Ctrl-\\ (or `kill -USR1 ONBOARD_PID`) takes a snapshot now; the
     program goes on after a snapshot unless --kill; Ctrl-C stops it. The program's
     output passes through (onto stderr with --json). Stacks are read with pystack
@@ -53,6 +46,13 @@ def stuck(as_json: bool, verbose: bool, **parsed: Any) -> int:
 
     Exit status: 0 when a snapshot was taken or the program ended cleanly, 1 when it
     failed before any snapshot, 130 on Ctrl-C.
+
+    \b
+    Examples:
+      onboard stuck -- python train.py              # snapshot when it stops making progress
+      onboard stuck --after 30 -- python train.py   # ... after 30 s without progress
+      onboard stuck --kill --timeout 600 -- python train.py
+      onboard stuck --json "$(pgrep -of train.py)"  # a process that is already hung
     """
     from onboard.console import emit_view, stdout_console
     from onboard.views.stuck import render_result, render_snapshot

@@ -32,9 +32,11 @@ def trace(as_json: bool, verbose: bool, **parsed: Any) -> int:
     the memory the allocator handed out and the slowest kernels.
 
     \b
-    onboard trace -- python repro.py ARGS
-    onboard trace -c "torch.zeros(3, 4)"      (torch is imported for the code)
-    onboard trace --json -- python -m mypkg.train
+    Examples:
+      onboard trace -- python repro.py
+      onboard trace -c "torch.zeros(3, 4)"      # torch is imported for the code
+      onboard trace --depth 1 --filter 'aten::(mm|addmm)' -- python repro.py
+      onboard trace --json -- python -m mypkg.train
     """
     from onboard.console import emit
     from onboard.workflows.trace.profile import TraceRequest

@@ -18,6 +18,11 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
 
     Exit status: 0 all checks passed or could not be run here (said so), 1 a check
     failed.
+
+    \b
+    Examples:
+      onboard verify                          # in (or under) a workspace
+      onboard verify --workspace ~/pt-ws --json
     """
     from onboard.console import emit
     from onboard.workflows.verify import verify as run_verify

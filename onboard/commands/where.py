@@ -29,6 +29,13 @@ def where(op: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
 
     OP is an aten name (`trunc`, `aten::mm.out`) or a Python name
     (`torch.nn.functional.linear`, `Tensor.trunc`).
+
+    \b
+    Examples:
+      onboard where trunc                     # the op's whole anatomy
+      onboard where aten::mm.out --json
+      onboard where torch.nn.functional.linear
+      onboard where trunc --generated         # also the generated registration lines
     """
     from onboard.console import emit
     from onboard.workflows.where import where as run_where
