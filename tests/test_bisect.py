@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from fixtures.pytorch_repo import FIRST_PR_NUMBER, REGRESSION_MODULE, REPRO_SCRI
 
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
-from onboard.workflows.bisect import run_bisect
+from onboard.workflows.bisect import BisectRequest, run_bisect
 from onboard.workflows.bisect.builds import needs_rebuild
 from onboard.workflows.bisect.model import pr_of
 from onboard.workflows.bisect.runner import (
@@ -146,7 +147,9 @@ def test_python_regression_exact_culprit(pytorch_repo_factory: RepoFactory, tmp_
     before = _state(info.path)
     reporter = Reporter()
 
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=reporter)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)), reporter
+    )
 
     c = result.commits
     assert c is not None and c.culprit is not None
@@ -208,7 +211,7 @@ def test_untracked_file_in_the_way_is_not_blamed_on_the_bounds(tmp_path: Path) -
     )
     first = git("rev-list", "--max-parents=0", "HEAD", cwd=repo)
     with pytest.raises(OnboardError) as info:
-        run_bisect(repro, good=first, repo=str(repo), build="never")
+        run_bisect(BisectRequest(repro=repro, good=first, repo=str(repo), build="never"))
     text = info.value.paragraph()
     assert "untracked files would be overwritten by it (notes.txt)" in text
     assert "--good is older than --bad" not in text
@@ -239,7 +242,9 @@ def test_a_repro_that_edits_a_tracked_file_is_set_aside_not_lost(
         """,
     )
     reporter = Reporter(verbose=True)
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=reporter)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)), reporter
+    )
     assert result.commits is not None and result.commits.culprit is not None
     assert result.commits.culprit.sha == info.regression_sha
     assert any("kept in the stash" in m for m in reporter.messages)
@@ -269,7 +274,7 @@ def test_a_repro_edit_no_checkout_touches_is_not_carried_into_the_next_test(
         sys.exit(1 if leftover or not ok else 0)
         """,
     )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert result.commits is not None and result.commits.culprit is not None
     assert result.commits.culprit.sha == info.regression_sha
     assert _state(info.path) == before
@@ -287,7 +292,7 @@ def test_segfault_counts_as_bad_and_does_not_abort(
             os.kill(os.getpid(), signal.SIGSEGV)  # a real segfault, exit -11
         """,
     )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     crashes = [r for s in c.steps if s.verdict for r in s.verdict.runs if r.outcome == CRASH]
@@ -308,7 +313,9 @@ def test_on_crash_skip(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> Non
         sys.exit(0 if ok else 1)
         """,
     )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), on_crash="skip")
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), on_crash="skip")
+    )
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     assert [s.rev for s in c.skipped] == [mid]
@@ -331,10 +338,12 @@ def test_flaky_repro_needs_repeat(pytorch_repo_factory: RepoFactory, tmp_path: P
         """,
     )
     with pytest.raises(OnboardError, match="not a good bound"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     for mark in counts.iterdir():
         mark.unlink()
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), repeat=3)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), repeat=3)
+    )
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     assert c.flaky and all(s.mark == "good" for s in c.flaky)
@@ -353,7 +362,9 @@ def test_timeout_skips_the_commit(pytorch_repo_factory: RepoFactory, tmp_path: P
         sys.exit(0 if ok else 1)
         """,
     )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), timeout=5)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), timeout=5)
+    )
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     assert [s.rev for s in c.skipped] == [mid]
@@ -412,7 +423,7 @@ def test_failed_build_skips_the_commit(pytorch_repo_factory: RepoFactory, tmp_pa
     repro.write_text(REPRO_SCRIPT)
     before = _state(ws / "pytorch")
 
-    result = run_bisect(repro, good=info.commits[0], workspace_dir=str(ws))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[0], workspace=str(ws)))
 
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
@@ -430,7 +441,9 @@ def test_build_always_needs_a_session(pytorch_repo_factory: RepoFactory, tmp_pat
     repro.write_text(REPRO_SCRIPT)
     before = _state(info.path)
     with pytest.raises(OnboardError, match="--build always needs a build session"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path), build="always")
+        run_bisect(
+            BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), build="always")
+        )
     assert _state(info.path) == before
 
 
@@ -445,13 +458,13 @@ def test_python_only_range_needs_no_build(
     (info.path / "build" / "CMakeCache.txt").write_text("")
     repro = tmp_path / "repro.py"
     repro.write_text(REPRO_SCRIPT)
-    result = run_bisect(repro, good=info.commits[6], repo=str(info.path))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[6], repo=str(info.path)))
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     assert c.builds == 0
     # a range with C++ changes needs a build, and there is no session: a clear refusal
     with pytest.raises(OnboardError, match="needs a rebuild.*no workspace build session"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert _state(info.path)[:2] == (info.commits[9], "work")
 
 
@@ -463,7 +476,7 @@ def test_repro_passing_at_bad_is_a_clear_error(
     repro.write_text("import sys\nsys.exit(0)\n")
     before = _state(info.path)
     with pytest.raises(OnboardError) as err:
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert "passes at both" in err.value.message
     assert "does not reproduce" in err.value.message
     assert err.value.next_step and "exit non-zero" in err.value.next_step
@@ -479,13 +492,13 @@ def test_dirty_tree_and_bisect_in_progress_refused(
     edited = info.path / "torch" / "nn" / "_onboard_notes.py"
     edited.write_text("# my local change\n")
     with pytest.raises(OnboardError, match="uncommitted changes"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert edited.read_text() == "# my local change\n"
     git("checkout", "--", ".", cwd=info.path)
 
     git("bisect", "start", cwd=info.path)
     with pytest.raises(OnboardError, match="already in progress") as err:
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert err.value.next_step and "bisect reset" in err.value.next_step
     assert (info.path / ".git" / "BISECT_START").exists()  # theirs, untouched
     git("bisect", "reset", cwd=info.path)
@@ -496,11 +509,17 @@ def test_terms_find_the_fix(pytorch_repo_factory: RepoFactory, tmp_path: Path) -
     # From the "regression" commit on, this repro passes: it was fixed there.
     repro = _repro(tmp_path, "sys.exit(1 if ok else 0)\n")
     with pytest.raises(OnboardError, match="fixed, not introduced") as err:
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert err.value.next_step and "--term-old broken --term-new fixed" in err.value.next_step
 
     result = run_bisect(
-        repro, good=info.commits[0], repo=str(info.path), term_old="broken", term_new="fixed"
+        BisectRequest(
+            repro=repro,
+            good=info.commits[0],
+            repo=str(info.path),
+            term_old="broken",
+            term_new="fixed",
+        )
     )
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
@@ -508,7 +527,11 @@ def test_terms_find_the_fix(pytorch_repo_factory: RepoFactory, tmp_path: Path) -
     assert {s.mark for s in c.steps} <= {"broken", "fixed"}
 
     with pytest.raises(BadInput):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path), term_old="bad", term_new="x")
+        run_bisect(
+            BisectRequest(
+                repro=repro, good=info.commits[0], repo=str(info.path), term_old="bad", term_new="x"
+            )
+        )
 
 
 @pytest.mark.gpu  # needs the absence of one: skips on a machine with a GPU
@@ -522,7 +545,7 @@ def test_gpu_repro_refused_on_a_machine_without_gpu(
     repro = tmp_path / "repro.py"
     repro.write_text("import torch\nx = torch.ones(2, device='cuda')\n")
     with pytest.raises(OnboardError, match="uses CUDA"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     # A repro that only says so when it runs: refused at the pre-flight, never marked bad.
     repro = _repro(
         tmp_path,
@@ -533,7 +556,7 @@ def test_gpu_repro_refused_on_a_machine_without_gpu(
         name="late.py",
     )
     with pytest.raises(OnboardError, match="needs a CUDA GPU"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert _state(info.path) == before
 
 
@@ -742,16 +765,16 @@ def test_wheels_then_commits(tmp_path: Path) -> None:
     venvs = tmp_path / "venvs"
     before = _state(repo)
 
-    result = run_bisect(
-        repro,
+    request = BisectRequest(
+        repro=repro,
         good="1.0.0",
         bad="1.3.0",
         wheels=True,
         package=_PKG,
         find_links=str(wheels),
         repo=str(repo),
-        venv_root=venvs,
     )
+    result = run_bisect(request, venv_root=venvs)
 
     w = result.wheels
     assert w is not None
@@ -771,17 +794,7 @@ def test_wheels_then_commits(tmp_path: Path) -> None:
 
     # cached venvs are reused: a second run installs nothing
     reporter = Reporter()
-    run_bisect(
-        repro,
-        good="1.0.0",
-        bad="1.3.0",
-        wheels=True,
-        package=_PKG,
-        find_links=str(wheels),
-        venv_root=venvs,
-        repo=str(repo),
-        reporter=reporter,
-    )
+    run_bisect(request, reporter, venv_root=venvs)
     assert not [m for m in reporter.messages if m.startswith("installing")]
 
 
@@ -815,13 +828,15 @@ def test_wheels_run_inside_a_from_wheel_workspace(tmp_path: Path) -> None:
     repro = tmp_path / "repro.py"
     repro.write_text(f"import sys\nimport {_PKG}\nsys.exit(0 if {_PKG}.check() else 1)\n")
     result = run_bisect(
-        repro,
-        good="1.0.0",
-        bad="1.3.0",
-        wheels=True,
-        package=_PKG,
-        find_links=str(wheels),
-        workspace_dir=str(root),
+        BisectRequest(
+            repro=repro,
+            good="1.0.0",
+            bad="1.3.0",
+            wheels=True,
+            package=_PKG,
+            find_links=str(wheels),
+            workspace=str(root),
+        ),
         venv_root=tmp_path / "venvs",
     )
     w = result.wheels
@@ -830,7 +845,7 @@ def test_wheels_run_inside_a_from_wheel_workspace(tmp_path: Path) -> None:
     assert any("reference tree" in n and "onboard setup NEW_DIR" in n for n in result.notes)
     # Bisecting commits there is still refused: the tree has no history.
     with pytest.raises(OnboardError, match="Bisecting commits"):
-        run_bisect(repro, good="HEAD~1", workspace_dir=str(root))
+        run_bisect(BisectRequest(repro=repro, good="HEAD~1", workspace=str(root)))
 
 
 def test_wheels_bounds_must_be_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -841,26 +856,13 @@ def test_wheels_bounds_must_be_releases(tmp_path: Path, monkeypatch: pytest.Monk
         (wheels / f"{_PKG}-{v}-py3-none-any.whl").write_bytes(b"")
     repro = tmp_path / "repro.py"
     repro.write_text("pass\n")
+    request = BisectRequest(
+        repro=repro, good="0.9.0", bad="1.1.0", wheels=True, package=_PKG, find_links=str(wheels)
+    )
     with pytest.raises(BadInput, match="not among the available releases"):
-        run_bisect(
-            repro,
-            good="0.9.0",
-            bad="1.1.0",
-            wheels=True,
-            package=_PKG,
-            find_links=str(wheels),
-            venv_root=tmp_path / "v",
-        )
+        run_bisect(request, venv_root=tmp_path / "v")
     with pytest.raises(BadInput, match="release versions"):
-        run_bisect(
-            repro,
-            good="main",
-            bad="1.1.0",
-            wheels=True,
-            package=_PKG,
-            find_links=str(wheels),
-            venv_root=tmp_path / "v",
-        )
+        run_bisect(replace(request, good="main"), venv_root=tmp_path / "v")
 
 
 # --- QA regressions -----------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 import pytest
+from fixtures.cli import every_command
 
 import onboard.workflows.doctor as doctor_workflow
 from onboard.cli import cli
@@ -237,11 +238,11 @@ NOT_PATHS = {
     ("where", "op"): "an op name",
     ("doctor", "import_module"): "a Python module name",
     ("trace", "code"): "Python code to trace",
-    ("trace", "filter_"): "a regular expression",
+    ("trace", "filter"): "a regular expression",
     ("graph", "code"): "Python code to run",
     ("graph", "variables"): "a global variable's name",
-    ("ab", "side_a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
-    ("ab", "side_b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
+    ("ab", "a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
+    ("ab", "b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
     ("stuck", "pid"): "a process id (checked by stuck)",
     ("blame", "spec"): "PATH:LINE[-END] (the path checked by blame, with closest names)",
     ("blame", "since"): "a date",
@@ -256,20 +257,6 @@ NOT_PATHS = {
 }
 
 
-def _commands() -> list[tuple[str, click.Command]]:
-    from onboard.cli import COMMANDS
-
-    found = []
-    ctx = click.Context(cli)
-    for name in sorted(COMMANDS):
-        command = cli.get_command(ctx, name)
-        assert command is not None
-        found.append((name, command))
-        if isinstance(command, click.Group):
-            found += [(f"{name} {sub}", c) for sub, c in sorted(command.commands.items())]
-    return found
-
-
 def _takes_text(param: click.Parameter) -> bool:
     if isinstance(param, click.Option) and (param.is_flag or param.count):
         return False
@@ -281,7 +268,7 @@ def test_every_text_parameter_is_a_path_or_says_what_it_is() -> None:
 
     unclassified = [
         (name, param.name)
-        for name, command in _commands()
+        for name, command in every_command()
         for param in command.params
         if _takes_text(param)
         and not isinstance(param.type, PathParam)
@@ -292,7 +279,7 @@ def test_every_text_parameter_is_a_path_or_says_what_it_is() -> None:
         "(onboard/commands/_common.py), or add it to NOT_PATHS with what it is"
     )
     stale = [
-        k for k in NOT_PATHS if k not in {(n, p.name) for n, c in _commands() for p in c.params}
+        k for k in NOT_PATHS if k not in {(n, p.name) for n, c in every_command() for p in c.params}
     ]
     assert not stale, f"NOT_PATHS names parameters that no longer exist: {stale}"
 
@@ -302,7 +289,7 @@ def _path_params() -> list[tuple[str, click.Command, click.Parameter]]:
 
     return [
         (name, command, param)
-        for name, command in _commands()
+        for name, command in every_command()
         for param in command.params
         if isinstance(param.type, PathParam)
     ]
@@ -329,7 +316,7 @@ def test_there_are_path_parameters_to_check() -> None:
     names = {(name, p.name) for name, _, p in _path_params()}
     for expected in [("setup", "dest"), ("setup", "reference"), ("doctor", "workspace"),
                      ("bisect", "repro"), ("harvest", "paths"), ("pr", "repo"),
-                     ("locate", "python"), ("build", "debinfo")]:  # fmt: skip
+                     ("locate", "python"), ("build", "debinfo_files")]:  # fmt: skip
         assert expected in names
 
 

@@ -30,7 +30,7 @@ from onboard.crash import run_cli
 from onboard.report import Reporter
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor import diagnose, extension
-from onboard.workflows.locate import IMPORT_FAILED, locate
+from onboard.workflows.locate import IMPORT_FAILED, LocateRequest, locate
 
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 TORCH_LIB = find_torch_dir() / "lib"
@@ -254,7 +254,7 @@ def test_locate_routes_the_import_error_to_the_doctor(
     script = ext_dir / "use_ext_locate.py"
     script.write_text("import torch\nimport ext_abi\n")
     monkeypatch.chdir(tmp_path)
-    result = locate(command=[sys.executable, str(script)], workspace=str(clone_ws))
+    result = locate(LocateRequest(command=[sys.executable, str(script)], workspace=str(clone_ws)))
     assert result.verdict == IMPORT_FAILED and result.exit_code == 1
     assert [f.id for f in result.diagnosis] == ["extension-cxx-abi-mismatch"]
     assert result.next_step == (
@@ -276,7 +276,9 @@ def test_locate_on_torch_shadowed_by_a_checkout(
         "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'libtorch_global_deps.so'))\n"
     )
     monkeypatch.chdir(tree)
-    result = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    result = locate(
+        LocateRequest(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    )
     assert result.verdict == IMPORT_FAILED
     assert "libtorch_global_deps.so" in (result.message or "")
     assert "torch-shadowed" in [f.id for f in result.diagnosis]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fixtures.cli import wheel_workspace
 
-from onboard.workflows.locate import locate
+from onboard.workflows.locate import LocateRequest, locate
 from onboard.workflows.where import where
 
 pytestmark = pytest.mark.slow
@@ -38,13 +38,13 @@ def _quoted(pattern: str) -> re.Match[str]:
 
 def test_the_locate_confidence_examples(ws: Path) -> None:
     said = _quoted(r'\("(\d+ sites match equally in [^"]+)" for `([^`]+)` on a')
-    result = locate(message=said.group(2), workspace=str(ws))
+    result = locate(LocateRequest(message=said.group(2), workspace=str(ws)))
     assert result.confidence == "low" and result.blind_spots[0] == said.group(1)
 
     mm = _quoted(r'onboard locate "([^"]+)"\n')
     linalg = _quoted(r"for the\s+mm message above, `([^`]+)`")
     inductor = _quoted(r"the torch\.compile copy in\s+`([^`]+)`")
-    answer = locate(message=mm.group(1), workspace=str(ws))
+    answer = locate(LocateRequest(message=mm.group(1), workspace=str(ws)))
     assert answer.confidence == "low"
     assert [c.location.path for c in answer.candidates] == [inductor.group(1)]
     assert {c.file for c in answer.compiled} == {linalg.group(1)}

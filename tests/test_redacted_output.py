@@ -13,8 +13,8 @@ from rich.console import Console
 
 from onboard.errors import OnboardError
 from onboard.workflows.ab import compare
-from onboard.workflows.trace.autograd_graph import graph
-from onboard.workflows.trace.profile import trace
+from onboard.workflows.trace.autograd_graph import GraphRequest, graph
+from onboard.workflows.trace.profile import TraceRequest, trace
 
 PY = sys.executable
 TOKENS = [
@@ -57,13 +57,13 @@ def failing_after_torch(tmp_path: Path) -> Path:
 
 
 def test_trace_shows_a_failing_program_without_its_tokens(failing_after_torch: Path) -> None:
-    result = trace([PY, str(failing_after_torch)])
+    result = trace(TraceRequest(command=[PY, str(failing_after_torch)]))
     assert result.exit_code == 1 and result.output_tail  # the failure is shown...
     _no_token(_shown(result))  # ...without the tokens
 
 
 def test_graph_shows_a_failing_program_without_its_tokens(failing_after_torch: Path) -> None:
-    result = graph([PY, str(failing_after_torch)])
+    result = graph(GraphRequest(command=[PY, str(failing_after_torch)]))
     assert result.exit_code == 1
     _no_token(_shown(result))
 
@@ -71,9 +71,13 @@ def test_graph_shows_a_failing_program_without_its_tokens(failing_after_torch: P
 def test_a_program_failing_before_torch_is_told_without_its_tokens(tmp_path: Path) -> None:
     path = tmp_path / "early.py"
     path.write_text(LEAK + "raise SystemExit('token ' + TOKENS[1])\n", encoding="utf-8")
-    for run in (trace, graph):
+    command = [PY, str(path)]
+    for run, request in (
+        (trace, TraceRequest(command=command)),
+        (graph, GraphRequest(command=command)),
+    ):
         with pytest.raises(OnboardError) as exc:
-            run([PY, str(path)])
+            run(request)
         _no_token(exc.value.paragraph())
 
 

@@ -27,7 +27,7 @@ from opsource_helpers import (
 
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.stuck import stuck, tools
+from onboard.workflows.stuck import StuckRequest, stuck, tools
 from onboard.workflows.stuck.diagnoses import cuda
 from onboard.workflows.stuck.diagnoses.common import Context
 from onboard.workflows.stuck.model import NATIVE, PYTHON, Frame, Picture, Thread
@@ -102,7 +102,7 @@ if __name__ == "__main__":
 @needs_tools
 def test_dataloader_worker_blocked_on_a_lock(tmp_path: Path) -> None:
     script = write(tmp_path, "loader.py", DATALOADER)
-    result = stuck(command=[PY, str(script)], after=2, kill=True, timeout=240)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=2, kill=True, timeout=240))
     assert result.snapshots, result.ended
     snap = result.snapshots[0]
     assert snap.reason.startswith("no progress for 2 s")
@@ -154,7 +154,7 @@ def test_python_deadlock_two_locks(tmp_path: Path) -> None:
             t.join()
         """,
     )
-    result = stuck(command=[PY, str(script)], after=1.5, kill=True, timeout=120)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=1.5, kill=True, timeout=120))
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "python_deadlock")
     assert "`a`" in diag.title and "`b`" in diag.title
     joined = "\n".join(diag.evidence)
@@ -241,12 +241,12 @@ def test_no_such_pid_and_not_python() -> None:
     gone = subprocess.Popen([PY, "-c", "pass"])
     gone.wait()
     with pytest.raises(BadInput, match=f"no running process {gone.pid}"):
-        stuck(pid=gone.pid)
+        stuck(StuckRequest(pid=gone.pid))
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         time.sleep(0.2)
         with pytest.raises(BadInput, match="is not a Python interpreter"):
-            stuck(pid=sleeper.pid)
+            stuck(StuckRequest(pid=sleeper.pid))
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -258,7 +258,7 @@ def test_a_python_process_without_torch_is_read_with_a_note(tmp_path: Path) -> N
     child = subprocess.Popen([PY, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "up"
-        result = stuck(pid=child.pid)
+        result = stuck(StuckRequest(pid=child.pid))
         assert any("has not loaded torch" in n for n in result.notes)
         main = result.snapshots[0].pictures[0]
         assert any(
@@ -329,11 +329,11 @@ def test_cuda_wait_is_named_and_not_checked_without_a_gpu() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(BadInput):
-        stuck()
+        stuck(StuckRequest())
     with pytest.raises(BadInput):
-        stuck(pid=1, command=["python"])
+        stuck(StuckRequest(pid=1, command=["python"]))
     with pytest.raises(BadInput, match="above 0"):
-        stuck(command=[PY, "x.py"], after=0)
+        stuck(StuckRequest(command=[PY, "x.py"], after=0))
 
 
 # --- slow: distributed, JIT pool, native crash ----------------------------------
@@ -393,7 +393,9 @@ def test_gloo_rank_that_skips_all_reduce(tmp_path: Path, wheel_ws: Path) -> None
         """,
     )
     result = stuck(
-        command=[PY, str(script)], after=3, kill=True, timeout=300, workspace=str(wheel_ws)
+        StuckRequest(
+            command=[PY, str(script)], after=3, kill=True, timeout=300, workspace=str(wheel_ws)
+        )
     )
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "collective")
     assert diag.title == "gloo: all_reduce waits for its peers"
@@ -469,7 +471,7 @@ print(fut.wait())
 @needs_tools
 def test_cpp_pool_callback_waits_on_a_lock_its_caller_holds(tmp_path: Path) -> None:
     script = write(tmp_path, "jit_lock.py", JIT_LOCK)
-    result = stuck(command=[PY, str(script)], after=2, kill=True, timeout=300)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=2, kill=True, timeout=300))
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "callback_lock")
     assert "`L`" in diag.title and "inter-op pool" in diag.title
     joined = "\n".join(diag.evidence)
@@ -481,7 +483,7 @@ def test_cpp_pool_callback_waits_on_a_lock_its_caller_holds(tmp_path: Path) -> N
 @needs_tools
 def test_gil_deadlock_with_a_cpp_pool_thread(tmp_path: Path) -> None:
     script = write(tmp_path, "jit_gil.py", JIT_GIL)
-    result = stuck(command=[PY, str(script)], after=2, kill=True, timeout=300)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=2, kill=True, timeout=300))
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "gil")
     joined = "\n".join(diag.evidence)
     assert f"called from {script}:{line_of(script, 'libc.read(')}" in joined
@@ -490,7 +492,7 @@ def test_gil_deadlock_with_a_cpp_pool_thread(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_locate_a_segfault_inside_torch(tmp_path: Path, reference_ws: Path) -> None:
-    from onboard.workflows.locate import locate
+    from onboard.workflows.locate import LocateRequest, locate
 
     script = write(
         tmp_path,
@@ -504,7 +506,9 @@ def test_locate_a_segfault_inside_torch(tmp_path: Path, reference_ws: Path) -> N
         print(t.sum())
         """,
     )
-    result = locate(command=[PY, str(script)], workspace=str(reference_ws), timeout=300)
+    result = locate(
+        LocateRequest(command=[PY, str(script)], workspace=str(reference_ws), timeout=300)
+    )
     assert result.verdict == "native_crash"
     assert result.command_exit == -signal.SIGSEGV
     assert "SIGSEGV" in (result.explanation or "")
@@ -547,4 +551,4 @@ def test_mapping_names_and_class_headers(reference_ws: Path) -> None:
 def test_no_stack_tool_is_one_paragraph(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tools, "available", lambda *a: [])
     with pytest.raises(OnboardError, match="No stack tool is installed"):
-        stuck(pid=os.getpid())
+        stuck(StuckRequest(pid=os.getpid()))

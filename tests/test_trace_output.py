@@ -19,7 +19,7 @@ from opsource_helpers import (
 
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import optree, stubs
-from onboard.workflows.trace.profile import trace
+from onboard.workflows.trace.profile import TraceRequest, trace
 from onboard.workflows.where import KernelSite
 
 PY = sys.executable
@@ -74,7 +74,7 @@ def test_filter_keeps_the_matches_and_their_callers_then_cuts_depth_below_them()
 def test_readme_filter_example_shows_the_matching_ops(tmp_path: Path) -> None:
     script = tmp_path / "model.py"
     script.write_text(LINEAR)
-    result = trace([PY, str(script)], depth=1, filter="aten::(mm|addmm)")
+    result = trace(TraceRequest(command=[PY, str(script)], depth=1, filter="aten::(mm|addmm)"))
     shown = [n.label for n in optree.ops(result.tree)]
     # the linear layer's addmm under the op that called it, and the script's own mm
     assert "aten::addmm" in shown and "aten::mm" in shown
@@ -95,7 +95,7 @@ def test_no_grad_hint_only_when_a_graph_was_recorded(tmp_path: Path) -> None:
         # what the program itself says about its output
         said = subprocess.run([PY, str(script)], capture_output=True, text=True, check=True)
         assert said.stdout.split() == [str(recorded)] * 2
-        hints = trace([PY, str(script)]).hints
+        hints = trace(TraceRequest(command=[PY, str(script)])).hints
         assert any("no_grad" in h for h in hints) is recorded, (script.name, hints)
 
 
@@ -110,7 +110,7 @@ def test_a_failing_program_shows_its_own_traceback(tmp_path: Path) -> None:
     assert alone.returncode == 1
     expected = alone.stderr.rstrip().splitlines()
     start = expected.index("Traceback (most recent call last):")
-    result = trace([PY, str(script)])
+    result = trace(TraceRequest(command=[PY, str(script)]))
     tail = result.output_tail
     assert "Traceback (most recent call last):" in tail
     assert tail[tail.index("Traceback (most recent call last):") :] == expected[start:]
@@ -129,7 +129,9 @@ def test_kernels_list_names_only_kernels_that_ran_and_the_stub_they_call(tmp_pat
         text=True,
         check=True,
     ).stdout.strip()
-    result = trace(code="torch.zeros(3).copy_(torch.ones(3))", workspace=str(ws.root), python=PY)
+    result = trace(
+        TraceRequest(code="torch.zeros(3).copy_(torch.ones(3))", workspace=str(ws.root), python=PY)
+    )
     empty = result.ops["aten::empty.memory_format"].places
     assert empty is not None and empty.kernels, "where finds empty's kernels in this tree"
     for summary in result.ops.values():
@@ -205,6 +207,6 @@ def rendered(result: object) -> list[str]:
 
 def test_readme_trace_example_is_what_trace_prints() -> None:
     block = readme_block('onboard trace -c "torch.zeros(3, 4)"')
-    lines = rendered(trace(code="torch.zeros(3, 4)", python=PY))
+    lines = rendered(trace(TraceRequest(code="torch.zeros(3, 4)", python=PY)))
     # times differ from run to run; everything else is the same
     assert [_TIMES.sub("T", x) for x in lines[: len(block)]] == [_TIMES.sub("T", x) for x in block]

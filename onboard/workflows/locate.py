@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from onboard.workflows.opsource import chain, checks, codegen, compiled, confide
 from onboard.workflows.opsource.chain import Layer
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.paths import SourceLoc
+from onboard.workflows.program import ProgramOptions
 from onboard.workflows.reviews import hint as reviews_hint
 
 if TYPE_CHECKING:
@@ -251,28 +253,23 @@ class LocateResult:
 _SURE = (confidence.CERTAIN, confidence.HIGH)
 
 
-def locate(
-    *,
-    command: Sequence[str] | None = None,
-    message: str | None = None,
-    text: str | None = None,
-    workspace: str | None = None,
-    python: str | None = None,
-    refresh: bool = False,
-    timeout: float = RUN_TIMEOUT,
-    reporter: Reporter | None = None,
-) -> LocateResult:
-    """Exactly one of ``command`` (argv), ``message`` or ``text`` (a pasted log)."""
+@dataclass(frozen=True, kw_only=True)
+class LocateRequest(ProgramOptions):
+    """`onboard locate`: exactly one of ``command`` (argv to run, for at most ``timeout``
+    seconds), ``message`` (an error message; ``-`` reads a traceback or log from stdin)
+    or ``text`` (a traceback or log). ``refresh`` rebuilds the cached check index."""
+
+    message: str | None = None
+    text: str | None = None
+    refresh: bool = False
+    timeout: float = RUN_TIMEOUT
+
+
+def locate(request: LocateRequest, reporter: Reporter | None = None) -> LocateResult:
     reporter = reporter or Reporter()
-    given = [x for x in (command, message, text) if x is not None]
-    if len(given) != 1:
-        raise BadInput(
-            "Give exactly one of: a command after `--`, a message, or `-` to read a traceback "
-            "from stdin.",
-            next_step='Run `onboard locate -- python repro.py`, `onboard locate "MESSAGE"` or '
-            "`some_command 2>&1 | onboard locate -`.",
-        )
-    ctx = TreeContext.open(workspace, python, reporter, refresh=refresh)
+    command, message, text = _what(request)
+    python, timeout = request.python, request.timeout
+    ctx = TreeContext.open(request.workspace, python, reporter, refresh=request.refresh)
     result: LocateResult
     if command is not None:
         argv = list(command)
@@ -333,6 +330,39 @@ def locate(
     _resolve(ctx, trace, result)
     result.warm = dict(ctx.warm)
     return result
+
+
+def _what(request: LocateRequest) -> tuple[Sequence[str] | None, str | None, str | None]:
+    """The command, message or text to locate (stdin read for ``-``); exactly one."""
+    command, message, text = request.command, request.message, request.text
+    usage = (
+        'Run `onboard locate -- python repro.py`, `onboard locate "MESSAGE"` or '
+        "`some_command 2>&1 | onboard locate -`."
+    )
+    if command is not None and message is not None:
+        raise BadInput(
+            f"Both a message ({message!r}) and a command after `--` were given.",
+            next_step="Run either `onboard locate -- python repro.py` or "
+            '`onboard locate "MESSAGE"`.',
+        )
+    if message == "-":
+        if sys.stdin.isatty():
+            raise BadInput(
+                "`onboard locate -` reads a traceback from stdin, but nothing is piped in.",
+                next_step="Pipe the output in (`python repro.py 2>&1 | onboard locate -`) or "
+                'pass the message itself: `onboard locate "MESSAGE"`.',
+            )
+        message, text = None, sys.stdin.read()
+    given = [x for x in (command, message, text) if x is not None]
+    if not given:
+        raise BadInput("Nothing to locate: no command, message or `-` was given.", next_step=usage)
+    if len(given) != 1:
+        raise BadInput(
+            "Give exactly one of: a command after `--`, a message, or `-` to read a traceback "
+            "from stdin.",
+            next_step=usage,
+        )
+    return command, message, text
 
 
 def _resolve(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:

@@ -55,9 +55,9 @@ def _scope(
 
 
 def recover(
-    *, workspace_dir: str | None = None, repo: str | None = None, reporter: Reporter
+    *, workspace: str | None = None, repo: str | None = None, reporter: Reporter
 ) -> RecoverResult:
-    scope, what, ws = _scope(workspace_dir, repo)
+    scope, what, ws = _scope(workspace, repo)
     result = RecoverResult(scope)
     if not journals(scope) and ws is None:
         return result

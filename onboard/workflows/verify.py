@@ -198,6 +198,18 @@ def write_report(result: VerifyResult) -> Path:
     return path
 
 
+def verify(workspace_dir: str | None, reporter: Reporter) -> VerifyResult:
+    """`onboard verify`: the workspace's ``nox -s verify``, as the workspace's one writer."""
+    from onboard import transaction
+
+    ws = workspace.require(workspace_dir, writing=True)
+    # One writer at a time: verify compiles into the workspace's cache and
+    # writes its report there; the nox session it starts shares this lock.
+    with transaction.in_workspace(ws.root, command="verify", reporter=reporter) as tx:
+        tx.watch(ws.checkout_path)
+        return verify_via_nox(ws, reporter=reporter)
+
+
 def verify_via_nox(ws: workspace.Workspace, *, reporter: Reporter) -> VerifyResult:
     """Run the workspace's ``nox -s verify`` (the very same session a user runs)."""
     from onboard import proc

@@ -18,8 +18,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,13 +29,14 @@ from onboard.errors import BadInput
 from onboard.proctree import Leftover, left_note
 from onboard.report import Reporter
 from onboard.workflows.ab import runs, sides, startup, stats
+from onboard.workspace import find as find_workspace
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from onboard.workspace import Workspace
 
-__all__ = ["ABResult", "compare"]
+__all__ = ["ABRequest", "ABResult", "ab", "compare"]
 
 DEFAULT_BUDGET = 120.0
 MIN_ROUNDS = 5
@@ -300,6 +302,42 @@ def _sweep(ws: Workspace | None) -> list[str]:
     ]
     worktrees.sweep_dead_runs(ws.root / worktrees.RUNS)
     return notes
+
+
+@dataclass(frozen=True, kw_only=True)
+class ABRequest:
+    """`onboard ab`: ``script`` with ``script_args`` on sides ``a`` and ``b``
+    (``sides``), for exactly ``rounds`` rounds or as many as ``budget`` seconds allow,
+    each run at most ``timeout`` seconds. ``python``: the interpreter of the sides
+    (None: the workspace's, else the one running onboard); ``workspace``: as given with
+    --workspace (None: found from the current folder)."""
+
+    script: str
+    script_args: Sequence[str] = ()
+    a: str = sides.INSTALLED
+    b: str = sides.WORKSPACE
+    rounds: int | None = None
+    budget: float = DEFAULT_BUDGET
+    timeout: float = 600.0
+    workspace: str | None = None
+    python: str | None = None
+
+
+def ab(request: ABRequest, reporter: Reporter) -> ABResult:
+    """The workspace and the interpreter, then ``compare``."""
+    ws = find_workspace(request.workspace)
+    return compare(
+        Path(request.script),
+        ws=ws,
+        python=request.python or (ws.python if ws is not None else sys.executable),
+        a=request.a,
+        b=request.b,
+        args=list(request.script_args),
+        rounds=request.rounds,
+        budget=request.budget,
+        timeout=request.timeout,
+        reporter=reporter,
+    )
 
 
 def compare(

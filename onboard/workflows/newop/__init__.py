@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from onboard.workflows.newop.practice import PracticeResult
+    from onboard.workflows.newop.reveal import RevealResult
     from onboard.workspace import Workspace
 
-__all__ = ["NewOpResult", "scaffold", "branch_name"]
+__all__ = ["NewOpResult", "new_op", "scaffold", "branch_name"]
 
 
 def branch_name(name: str) -> str:
@@ -106,6 +107,33 @@ class NewOpResult:
             )
         for step in self.next_steps:
             console.print(f"next: {escape(step)}")
+
+
+def new_op(
+    name: str,
+    *,
+    workspace: str | None = None,
+    kind: str | None = None,
+    like: str | None = None,
+    dry_run: bool = False,
+    reveal: bool = False,
+    reporter: Reporter | None = None,
+) -> NewOpResult | PracticeResult | RevealResult:
+    """`onboard new-op`: ``scaffold`` in the workspace's checkout or, with ``reveal``,
+    how PyTorch itself writes the existing op NAME (writing nothing)."""
+    from onboard.workspace import require
+
+    ws = require(workspace, writing=True)
+    if not reveal:
+        return scaffold(ws, name, kind=kind, like=like, dry_run=dry_run, reporter=reporter)
+    if like or dry_run:
+        raise BadInput(
+            "--reveal shows an existing op and writes nothing; it takes no --like or --dry-run.",
+            next_step=f"Run `onboard new-op {name} --reveal`.",
+        )
+    from onboard.workflows.newop.reveal import reveal as reveal_op
+
+    return reveal_op(ws, name)
 
 
 def scaffold(

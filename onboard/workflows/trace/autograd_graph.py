@@ -101,20 +101,20 @@ class GraphResult(launch.ProgramResult):
         render_graph(self, console, verbose)
 
 
-def graph(
-    command: Sequence[str] | None = None,
-    *,
-    code: str | None = None,
-    variables: Sequence[str] = (),
-    workspace: str | None = None,
-    python: str | None = None,
-    workspace_build: bool = False,
-    dot: bool = False,
-    svg: str | None = None,
-    timeout: float = launch.DEFAULT_TIMEOUT,
-    reporter: Reporter | None = None,
-) -> GraphResult:
+@dataclass(frozen=True, kw_only=True)
+class GraphRequest(launch.LaunchOptions):
+    """`onboard graph`: the program, the module globals whose graph to draw
+    (``variables``; none: every tensor's), and how: Graphviz text (``dot``), also an SVG
+    file (``svg``)."""
+
+    variables: Sequence[str] = ()
+    dot: bool = False
+    svg: str | None = None
+
+
+def graph(request: GraphRequest, reporter: Reporter | None = None) -> GraphResult:
     reporter = reporter or Reporter()
+    svg = request.svg
     dot_exe = proc.which("dot") if svg else None
     # Said before the program runs, so it is not run for nothing.
     if svg and not Path(svg).resolve().parent.is_dir():
@@ -126,12 +126,10 @@ def graph(
         raise OnboardError(
             f"--svg {svg} needs Graphviz's `dot` program, which is not on PATH.", next_step=DOT_HELP
         )
-    program = launch.parse(
-        command, code, python=python, workspace_build=workspace_build, workspace=workspace
-    )
-    request = {"vars": list(variables), "max_nodes": MAX_NODES}
+    program = launch.program(request)
+    ask = {"vars": list(request.variables), "max_nodes": MAX_NODES}
     ran = launch.run(
-        program, "_graph_child.py", request, timeout=timeout, reporter=reporter, what="Running"
+        program, "_graph_child.py", ask, timeout=request.timeout, reporter=reporter, what="Running"
     )
     answer = ran.answer
     tensors: dict[str, dict[str, Any]] = answer.get("tensors") or {}
@@ -146,7 +144,7 @@ def graph(
         ran, program, did_something=bool(tensors), what="no tensor in its module globals"
     )
     raw_nodes = answer.get("nodes") or []
-    sources = Sources.open(workspace, program.python, answer["torch"], reporter)
+    sources = Sources.open(request.workspace, program.python, answer["torch"], reporter)
     entries = backward_nodes.index(sources.ctx.yaml().derivatives)
     result = GraphResult(
         **launch.ProgramResult.ran(ran, program, sources.commit),
@@ -174,7 +172,7 @@ def graph(
     if limitation:
         result.notes.append(limitation)
     result.dot = to_dot(result)
-    result.dot_only = dot
+    result.dot_only = request.dot
     if svg and dot_exe:
         proc.run(
             [dot_exe, "-Tsvg", "-o", svg],

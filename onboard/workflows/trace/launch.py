@@ -29,6 +29,7 @@ from onboard.proctree import Leftover, left_note
 from onboard.redact import redact
 from onboard.report import Reporter
 from onboard.shell import quote
+from onboard.workflows.program import ProgramOptions
 from onboard.workspace import find as find_workspace
 
 DEFAULT_TIMEOUT = 300.0
@@ -45,6 +46,17 @@ _BOOT = (
 # Interpreter options that take a value, and those without one that are harmless here.
 _WITH_VALUE = ("-W", "-X")
 _FLAGS = ("-u", "-B", "-s", "-E", "-O", "-OO", "-q")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchOptions(ProgramOptions):
+    """How `trace` and `graph` run the program under their child: ``code`` (-c) instead
+    of a command, the workspace's build instead of the installed torch
+    (``workspace_build``), and how long it may run (``timeout``, seconds)."""
+
+    code: str | None = None
+    workspace_build: bool = False
+    timeout: float = DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,17 @@ def interpreter(
     import sys
 
     return sys.executable
+
+
+def program(options: LaunchOptions) -> Program:
+    """The program ``options`` name (``parse``)."""
+    return parse(
+        options.command,
+        options.code,
+        python=options.python,
+        workspace_build=options.workspace_build,
+        workspace=options.workspace,
+    )
 
 
 def parse(
