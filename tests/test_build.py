@@ -13,15 +13,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fixtures.buildable_torch import SOURCES, write_buildable_torch
+from fixtures.events import read_until
 from fixtures.loopback import free_port
 from fixtures.pytorch_repo import git
 
@@ -526,19 +525,11 @@ def redis_server(tmp_path: Path) -> Iterator[str]:
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail(f"redis-server did not start on 127.0.0.1:{port}")
-                time.sleep(0.1)
+        read_until(proc, "Ready to accept connections", stderr=False, timeout=30)
         yield f"redis://127.0.0.1:{port}"
     finally:
         proc.terminate()
