@@ -438,6 +438,8 @@ def test_interrupting_verify_mid_compile_stops_every_compiler(
     assert onboard("new-op", "my_frac", "--workspace", str(ws)).returncode == 0
     run = onboard.start("verify", "--workspace", str(ws))
     deadline = time.monotonic() + 600
+    # Looked at again until a compiler runs: it is started by the nox session (no hold
+    # point of the driver's reaches there) and nothing it prints marks that moment.
     while not any(
         "_compile_child" in c or "nvcc" in c or "cc1plus" in c for c in _cmdlines(onboard.mark)
     ):
