@@ -443,7 +443,7 @@ def test_running_python_inside_a_pytorch_checkout(pytorch_repo_factory, tmp_path
     assert "a PyTorch source tree" in shadow.title
     assert "current folder" in shadow.why
     assert "no compiled C extension" in shadow.why
-    assert "cd " in shadow.fix
+    assert "Run Python from another folder (`cd ~`)" in shadow.fix
     stale = report.finding("stale-build")
     assert stale is not None, ids(report)
     assert stale.severity == "warning"

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tokenize
@@ -280,7 +281,15 @@ def test_scan_counts_skips_and_non_comment_hits(small_repo: Path) -> None:
     assert summary["skipped_generated"] == 3 and summary["skipped_generated_files"] == 3
     assert summary["non_comment_hits"] == 2  # the two strings
     assert summary["by_tag"] == {"TODO": 6, "FIXME": 2, "XXX": 1, "HACK": 1}
-    assert result.scan.searcher.startswith("ripgrep") or result.scan.searcher == "git grep"
+    # ripgrep where one is installed (beside this Python, or on PATH), as it names itself
+    rg = shutil.which(
+        "rg", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
+    if rg is None:
+        assert result.scan.searcher == "git grep"
+    else:
+        said = subprocess.run([rg, "--version"], capture_output=True, text=True, check=True)
+        assert result.scan.searcher == said.stdout.splitlines()[0]
     paths = {i.path for i in result.items}
     assert not any(p.startswith(("third_party/", "build/")) for p in paths)
     assert "torch/_C/__init__.pyi" not in paths and "docs/notes.md" not in paths
