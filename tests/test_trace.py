@@ -171,17 +171,27 @@ def test_prune_depth_and_filter() -> None:
     assert [n.label for n in kept[0].children[0].children] == ["aten::empty.memory_format"]
 
 
-def test_parse_bad_commands(tmp_path: Path) -> None:
-    for command, code in (
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
         (None, None),
         (["bash", "run.sh"], None),
         (["python", "-x", "a.py"], None),
         (["python"], None),
         (["python", "nope.py"], None),
         (["python", "a.py"], "1"),
-    ):
-        with pytest.raises(BadInput):
-            launch.parse(command, code)
+    ],
+    ids=[
+        "nothing-to-run", "not-python", "an-option-it-does-not-know", "no-script",
+        "a-script-that-does-not-exist", "a-script-and-code",
+    ],
+)  # fmt: skip
+def test_parse_bad_commands(command: list[str] | None, code: str | None) -> None:
+    with pytest.raises(BadInput):
+        launch.parse(command, code)
+
+
+def test_parse_a_script_and_a_module(tmp_path: Path) -> None:
     script = tmp_path / "a.py"
     script.write_text("print(1)\n")
     program = launch.parse([PY, "-u", str(script), "--lr", "0.1"])
