@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -786,7 +787,7 @@ def test_no_base_to_compare_with(repo: Path, onboard_pr: Runner) -> None:
     _git(repo, "update-ref", "-d", "refs/remotes/origin/main")
     _git(repo, "branch", "-m", "main", "trunk")
     message = _error_paragraph(onboard_pr(cwd=repo))
-    assert "git fetch origin main" in message and "--base" in message
+    assert "`git fetch origin main`" in message and "or pass --base REF." in message
 
 
 def test_no_fork_remote(repo: Path, api: GitHubAPI, onboard_pr: Runner) -> None:
@@ -901,7 +902,8 @@ def test_a_fork_remote_that_never_answers_fails_within_the_push_timeout(
 
 def test_push_timeout_must_be_a_positive_number(repo: Path, onboard_pr: Runner) -> None:
     result = onboard_pr("--open", "--push-timeout", "0", cwd=repo)
-    assert result.returncode == 2 and "--push-timeout" in result.stderr
+    assert result.returncode == 2
+    assert "Invalid value for '--push-timeout': 0.0 is not in the range x>=1." in result.stderr
 
 
 def test_push_progress_reaches_the_reporter(
@@ -1103,25 +1105,34 @@ def test_help_does_not_import_github_or_yaml() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
-    assert "--fork-remote" in out.stdout and "--api-url" in out.stdout
+    # whole option names (`--fork-remote` is not `--fork-remote-url`)
+    assert {"--fork-remote", "--api-url"} <= set(re.findall(r"--[\w-]+", out.stdout))
 
 
 # --------------------------------------------------------------------------
 # QA regressions: arguments that cannot work are exit 2, one JSON object with --json
 
 
-def test_bad_arguments_exit_2(repo: Path, tmp_path: Path, onboard_pr: Runner) -> None:
-    env = {"GITHUB_TOKEN": TOKEN}
-    cases = [
-        (["--open", "--api-url", "not-a-url"], "--api-url"),  # PyGithub crashed (exit 3)
-        (["--upstream-repo", "garbage"], "OWNER/NAME"),
-        (["--base", "no-such-branch"], "--base no-such-branch"),
-        (["--repo", str(tmp_path / "nowhere")], "does not exist"),
-        (["--repo", str(tmp_path)], "is not inside a git repository"),
-    ]
-    for args, words in cases:
-        ran = onboard_pr(*args, "--json", cwd=repo, env=env)
-        assert ran.returncode == 2, (args, ran.stderr)
-        error = json.loads(ran.stdout)["error"]
-        assert words in error["message"], (args, error)
-        assert error["next_step"], (args, error)
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        pytest.param(["--open", "--api-url", "not-a-url"],
+                     "Invalid value for '--api-url': 'not-a-url' is not an http(s) URL",
+                     id="api-url-not-a-url"),  # PyGithub crashed (exit 3)
+        pytest.param(["--upstream-repo", "garbage"], "OWNER/NAME",
+                     id="upstream-repo-not-owner-name"),
+        pytest.param(["--base", "no-such-branch"], "--base no-such-branch", id="base-not-a-commit"),
+        pytest.param(["--repo", "{tmp}/nowhere"], "does not exist", id="repo-that-does-not-exist"),
+        pytest.param(["--repo", "{tmp}"], "is not inside a git repository",
+                     id="repo-outside-any-repository"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_exit_2(
+    repo: Path, tmp_path: Path, onboard_pr: Runner, args: list[str], words: str
+) -> None:
+    args = [a.format(tmp=tmp_path) for a in args]
+    ran = onboard_pr(*args, "--json", cwd=repo, env={"GITHUB_TOKEN": TOKEN})
+    assert ran.returncode == 2, ran.stderr
+    error = json.loads(ran.stdout)["error"]
+    assert words in error["message"], error
+    assert error["next_step"], error

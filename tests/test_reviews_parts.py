@@ -64,15 +64,22 @@ def test_an_import_a_reland_and_a_codemod() -> None:
     reland = trailers.parse("[Reland] Fuse pointwise ops (#140300)\n\nRelands #140123.\n")
     assert (reland.kind, reland.pr, reland.refers_to) == ("reland", 140300, (140123,))
     assert trailers.parse('Reland "Fuse pointwise ops" (#140301)').kind == "reland"
-    for subject in (
-        "[BE] Apply clang-format to ATen/core/dispatch headers (#143620)",
-        "[codemod] c10::optional -> std::optional (#1)",
-        "Enable UFMT on all of torch/sparse (#130545)",
-        "[BE][Easy][5/19] enforce style for empty lines in import segments (#129756)",
-    ):
-        assert trailers.parse(subject).kind == "codemod", subject
-    assert trailers.parse("Relax the lint on (a thing) (#5)").kind == "codemod"
-    assert trailers.parse("Add linear_relu to the quantizer (#6)").kind == "change"
+
+
+@pytest.mark.parametrize(
+    ("subject", "kind"),
+    [
+        ("[BE] Apply clang-format to ATen/core/dispatch headers (#143620)", "codemod"),
+        ("[codemod] c10::optional -> std::optional (#1)", "codemod"),
+        ("Enable UFMT on all of torch/sparse (#130545)", "codemod"),
+        ("[BE][Easy][5/19] enforce style for empty lines in import segments (#129756)", "codemod"),
+        ("Relax the lint on (a thing) (#5)", "codemod"),
+        ("Add linear_relu to the quantizer (#6)", "change"),
+    ],
+    ids=["be-clang-format", "codemod-tag", "enable-ufmt", "be-easy-style", "lint", "a-change"],
+)
+def test_codemods_are_told_apart_from_changes(subject: str, kind: str) -> None:
+    assert trailers.parse(subject).kind == kind
 
 
 def test_bots_are_told_apart_from_people() -> None:

@@ -15,10 +15,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from fixtures.events import Fifo, gone
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
     reference_ws_fixture,  # noqa: F401 (a pytest fixture)
@@ -63,13 +63,6 @@ def onboard_cli(*args: str, **kwargs: object) -> subprocess.Popen[str]:
         text=True,
         **kwargs,  # type: ignore[call-overload]
     )
-
-
-def wait_for(path: Path, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.1)
 
 
 needs_tools = pytest.mark.skipif(not tools.available(), reason="no stack tool installed")
@@ -127,22 +120,22 @@ def test_python_deadlock_two_locks(tmp_path: Path) -> None:
         "two_locks.py",
         """\
         import threading
-        import time
 
         a = threading.Lock()
         b = threading.Lock()
+        both = threading.Barrier(2)  # each holds its first lock before it asks for the other
 
 
         def first():
             with a:
-                time.sleep(0.3)
+                both.wait()
                 with b:
                     pass
 
 
         def second():
             with b:
-                time.sleep(0.3)
+                both.wait()
                 with a:
                     pass
 
@@ -165,22 +158,21 @@ def test_python_deadlock_two_locks(tmp_path: Path) -> None:
 
 @needs_tools
 def test_snapshot_on_sigusr1_and_the_output_passes_through(tmp_path: Path) -> None:
-    ready = tmp_path / "ready"
+    ready = Fifo(tmp_path / "ready")
     script = write(
         tmp_path,
         "sleeper.py",
         f"""\
-        import pathlib, time
+        import time
         print("hello from the program", flush=True)
-        pathlib.Path({str(ready)!r}).write_text("x")
+        open({str(ready)!r}, "w").write("running\\n")
         while True:
             time.sleep(0.05)  # busy enough to count as progress: no automatic snapshot
             sum(range(20000))
         """,
     )
     run = onboard_cli("stuck", "--kill", "--json", "--after", "600", "--", PY, str(script))
-    wait_for(ready)
-    time.sleep(0.5)
+    ready.line("the program running under onboard stuck", process=run)
     run.send_signal(signal.SIGUSR1)
     out, err = run.communicate(timeout=240)
     assert run.returncode == 0, err
@@ -214,37 +206,32 @@ def test_timeout_bounds_a_program_that_never_stops(tmp_path: Path) -> None:
 
 @needs_tools
 def test_ctrl_c_stops_the_program_and_exits_130(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
+    started = Fifo(tmp_path / "started")
     script = write(
         tmp_path,
         "wait.py",
         f"""\
-        import os, pathlib, time
-        pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))
+        import os
+        open({str(started)!r}, "w").write(f"{{os.getpid()}}\\n")
         while True:
             sum(range(10000))
         """,
     )
     run = onboard_cli("stuck", "--", PY, str(script))
-    wait_for(pid_file)
-    child = int(pid_file.read_text())
+    child = int(started.line("the program running under onboard stuck", process=run))
     run.send_signal(signal.SIGINT)
     _out, err = run.communicate(timeout=60)
     assert run.returncode == 130, err
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not Path(f"/proc/{child}").exists()
+    assert gone(child, 10)
 
 
 def test_no_such_pid_and_not_python() -> None:
-    gone = subprocess.Popen([PY, "-c", "pass"])
-    gone.wait()
-    with pytest.raises(BadInput, match=f"no running process {gone.pid}"):
-        stuck(StuckRequest(pid=gone.pid))
-    sleeper = subprocess.Popen(["sleep", "60"])
+    ended = subprocess.Popen([PY, "-c", "pass"])
+    ended.wait()
+    with pytest.raises(BadInput, match=f"no running process {ended.pid}"):
+        stuck(StuckRequest(pid=ended.pid))
+    sleeper = subprocess.Popen(["sleep", "60"])  # exec'd once Popen returns: no wait needed
     try:
-        time.sleep(0.2)
         with pytest.raises(BadInput, match="is not a Python interpreter"):
             stuck(StuckRequest(pid=sleeper.pid))
     finally:
@@ -273,12 +260,12 @@ def test_a_python_process_without_torch_is_read_with_a_note(tmp_path: Path) -> N
 
 
 def test_process_gone_before_it_is_read() -> None:
-    gone = subprocess.Popen([PY, "-c", "pass"])
-    gone.wait()
+    ended = subprocess.Popen([PY, "-c", "pass"])
+    ended.wait()
     if not tools.available():
         pytest.skip("no stack tool installed")
     with pytest.raises(tools.Gone):
-        tools.dump(gone.pid, tools.available())
+        tools.dump(ended.pid, tools.available())
 
 
 @pytest.mark.skipif(
@@ -293,9 +280,8 @@ def test_attach_refused_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
         '/usr/bin/gdb "$@"\n'
     )
     wrapper.chmod(0o755)
-    target = subprocess.Popen(["sleep", "60"])
+    target = subprocess.Popen(["sleep", "60"])  # exec'd once Popen returns: no wait needed
     try:
-        time.sleep(0.2)
         with pytest.raises(tools.AttachDenied) as refused:
             tools.dump(target.pid, [tools.Tool("gdb", str(wrapper))])
         assert "CAP_SYS_PTRACE" in refused.value.message

@@ -15,11 +15,11 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixtures.events import Fifo, gone
 from fixtures.pytorch_repo import find_torch_dir
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
@@ -171,17 +171,27 @@ def test_prune_depth_and_filter() -> None:
     assert [n.label for n in kept[0].children[0].children] == ["aten::empty.memory_format"]
 
 
-def test_parse_bad_commands(tmp_path: Path) -> None:
-    for command, code in (
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
         (None, None),
         (["bash", "run.sh"], None),
         (["python", "-x", "a.py"], None),
         (["python"], None),
         (["python", "nope.py"], None),
         (["python", "a.py"], "1"),
-    ):
-        with pytest.raises(BadInput):
-            launch.parse(command, code)
+    ],
+    ids=[
+        "nothing-to-run", "not-python", "an-option-it-does-not-know", "no-script",
+        "a-script-that-does-not-exist", "a-script-and-code",
+    ],
+)  # fmt: skip
+def test_parse_bad_commands(command: list[str] | None, code: str | None) -> None:
+    with pytest.raises(BadInput):
+        launch.parse(command, code)
+
+
+def test_parse_a_script_and_a_module(tmp_path: Path) -> None:
     script = tmp_path / "a.py"
     script.write_text("print(1)\n")
     program = launch.parse([PY, "-u", str(script), "--lr", "0.1"])
@@ -350,20 +360,6 @@ def test_trace_program_failing_after_ops_still_shows_them(tmp_path: Path) -> Non
     assert any(n.label == "aten::ones" for n in optree.ops(result.tree))
 
 
-def _gone(pid: int) -> bool:
-    """The process ended (a zombie counts: in a container nothing may reap the orphan)."""
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except (ProcessLookupError, FileNotFoundError):
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_trace_timeout_kills_the_program(tmp_path: Path) -> None:
     script = tmp_path / "forever.py"
     marker = tmp_path / "child.pid"
@@ -377,7 +373,7 @@ def test_trace_timeout_kills_the_program(tmp_path: Path) -> None:
     with pytest.raises(OnboardError, match="did not finish within 20 s"):
         trace(TraceRequest(command=[PY, str(script)], timeout=20))
     assert marker.exists(), "the program was stopped before it started its own child"
-    assert _gone(int(marker.read_text())), "the program's own child survived the timeout"
+    assert gone(int(marker.read_text()), 10), "the program's own child survived the timeout"
 
 
 def _restore_ctrl_c() -> None:
@@ -388,10 +384,10 @@ def _restore_ctrl_c() -> None:
 
 def test_trace_interrupted_exits_130(tmp_path: Path) -> None:
     script = tmp_path / "slow.py"
-    started = tmp_path / "started.pid"
+    started = Fifo(tmp_path / "started")
     script.write_text(
         "import os, time\nimport torch\ntorch.ones(1)\n"
-        f"open({str(started)!r}, 'w').write(str(os.getpid()))\n"
+        f"open({str(started)!r}, 'w').write(f'{{os.getpid()}}\\n')\n"
         "time.sleep(600)\n"
     )
     proc = subprocess.Popen(
@@ -403,17 +399,13 @@ def test_trace_interrupted_exits_130(tmp_path: Path) -> None:
         preexec_fn=_restore_ctrl_c,
     )
     try:
-        for _ in range(1200):  # until the program runs under the tracer
-            if (started.exists() and started.read_text()) or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert proc.poll() is None, proc.communicate()
-        assert started.exists() and started.read_text(), "the program never started"
+        program = int(started.line("the program running under the tracer", process=proc))
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=120)
     finally:
+        started.close()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
     assert "Interrupted." in err
-    assert _gone(int(started.read_text())), "the traced program survived Ctrl-C"
+    assert gone(program, 10), "the traced program survived Ctrl-C"

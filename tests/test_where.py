@@ -9,13 +9,13 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fixtures.events import gone
 from fixtures.pytorch_repo import find_torch_dir
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
@@ -461,14 +461,14 @@ def _index_file(cache_root: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _wait_for_index(cache_root: Path, timeout: float = 900.0) -> Path:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = _index_file(cache_root)
-        if found is not None:
-            return found
-        time.sleep(0.5)
-    pytest.fail("the live index was never written")
+def _wait_for_index(cache_root: Path, messages: list[str], timeout: float = 900.0) -> Path:
+    """The index, once the child that writes it (its pid in the run's messages) has ended."""
+    pids = [int(m) for m in re.findall(r"in the background \(pid (\d+)\)", "\n".join(messages))]
+    assert len(pids) == 1, messages
+    assert gone(pids[0], timeout), "the child indexing every op never ended"
+    found = _index_file(cache_root)
+    assert found is not None, "the live index was never written"
+    return found
 
 
 def _fake_index(path: Path, *, mtime_ns: int, rows: dict[str, Any]) -> None:
@@ -593,7 +593,7 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
     first = Reporter(verbose=True)
     where("trunc", workspace=str(ws), reporter=first)
     assert any("indexing every op" in m for m in first.messages)
-    _wait_for_index(cache_root)
+    _wait_for_index(cache_root, first.messages)
     # Ops never asked are answered from the index: no child.
     for op in ("aten::mm.out", "abs", "torch.nn.functional.relu6"):
         reporter = Reporter()

@@ -221,31 +221,33 @@ def _run(
         )
     if python and argv[0] in ("python", "python3"):
         argv[0] = python
-    reporter.step(
-        f"Running {shlex.join(argv)}; a snapshot when it makes no progress for {after:g} s, or "
-        f"on Ctrl-\\ / `kill -USR1 {os.getpid()}`"
-    )
-    child = proc.Passthrough(argv, stdout_to_stderr=quiet_stdout)
-    sampler = tools.find("py-spy")
-    progress = Progress(child.pid, after, sampler)
     result = StuckResult("run", shlex.join(argv))
-
-    def take(reason: str, at: float) -> Snapshot:
-        return snapshot.take(child.pid, stack_tools, mapper, context, reason=reason, after=at)
-
-    try:
-        watched = watch.watch(
-            child,
-            progress,
-            take,
-            timeout=timeout,
-            kill=kill,
-            interval=min(1.0, after / 5),
-            on_snapshot=on_snapshot,
+    with watch.on_demand() as asked:  # before the program starts, and before they are named
+        reporter.step(
+            f"Running {shlex.join(argv)}; a snapshot when it makes no progress for {after:g} s, "
+            f"or on Ctrl-\\ / `kill -USR1 {os.getpid()}`"
         )
-    finally:
-        if child.poll() is None and kill:
-            child.stop()
+        child = proc.Passthrough(argv, stdout_to_stderr=quiet_stdout)
+        sampler = tools.find("py-spy")
+        progress = Progress(child.pid, after, sampler)
+
+        def take(reason: str, at: float) -> Snapshot:
+            return snapshot.take(child.pid, stack_tools, mapper, context, reason=reason, after=at)
+
+        try:
+            watched = watch.watch(
+                child,
+                progress,
+                take,
+                asked=asked,
+                timeout=timeout,
+                kill=kill,
+                interval=min(1.0, after / 5),
+                on_snapshot=on_snapshot,
+            )
+        finally:
+            if child.poll() is None and kill:
+                child.stop()
     result.snapshots = watched.snapshots
     result.program_exit = watched.exit_code
     result.ended = watched.ended
