@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from onboard.console import printable
+from onboard.units import human_bytes
 from onboard.workflows.reviews.codeowners import NOTIFICATIONS_ONLY
 from onboard.workflows.reviews.comments import Thread
-from onboard.workflows.reviews.history import human_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console

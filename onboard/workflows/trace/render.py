@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onboard.workflows.checkout import human_bytes as size
+from onboard.units import human_bytes as size
+from onboard.units import milliseconds as ms
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import optree
 
@@ -14,10 +15,6 @@ if TYPE_CHECKING:
     from onboard.workflows.trace.autograd_graph import GraphResult
     from onboard.workflows.trace.launch import ProgramResult
     from onboard.workflows.trace.profile import TraceResult
-
-
-def ms(ns: int) -> str:
-    return f"{ns / 1e6:.3f} ms"
 
 
 def where_text(loc: SourceLoc | None) -> str:
