@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
@@ -109,6 +109,24 @@ def _interpreter_path(ctx: click.Context, param: click.Parameter, value: str | N
     if value and os.sep in value:
         return os.path.abspath(os.path.expanduser(value))
     return value
+
+
+class Finished(Protocol):
+    """What a command prints and exits with: every workflow's result."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def finish(result: Finished, view: Callable[..., None], as_json: bool, verbose: bool) -> int:
+    """Print ``result`` (its JSON, or ``view(result, console, verbose)``) and return the
+    exit code the command ends with."""
+    from onboard.console import emit_view
+
+    emit_view(result, view, as_json=as_json, verbose=verbose)
+    return int(result.exit_code)
 
 
 def reporter(as_json: bool, verbose: bool) -> Any:

@@ -33,10 +33,9 @@ def recover(repo: str | None, workspace: str | None, as_json: bool, verbose: boo
       onboard recover --repo ~/pytorch   # after an interrupted bisect/pr in a clone
       onboard recover --json
     """
-    from onboard.console import emit_view
+    from onboard.commands._common import finish
     from onboard.views import recover as view
     from onboard.workflows.recover import recover as run_recover
 
     result = run_recover(workspace_dir=workspace, repo=repo, reporter=reporter(as_json, verbose))
-    emit_view(result, view.render, as_json=as_json, verbose=verbose)
-    return 0
+    return finish(result, view.render, as_json, verbose)

@@ -74,6 +74,7 @@ def setup(
 
     Exit status: 0 done, 1 failed (nothing half-made is left), 2 bad arguments.
     """
+    from onboard.commands._common import finish
     from onboard.console import emit_view
     from onboard.views import setup as view
     from onboard.workflows.setup import setup as run_setup
@@ -98,9 +99,7 @@ def setup(
             emit_view(result, view.render, as_json=False, verbose=verbose)
         both = build_after_setup(result, reporter(as_json, verbose))
         if as_json:
-            emit_view(both, build_view.setup_and_build, as_json=True)
-        else:
-            emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
+            return finish(both, build_view.setup_and_build, as_json, verbose)
+        emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
         return both.exit_code
-    emit_view(result, view.render, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    return finish(result, view.render, as_json, verbose)

@@ -67,7 +67,8 @@ def stuck(
     Exit status: 0 when a snapshot was taken or the program ended cleanly, 1 when it
     failed before any snapshot, 130 on Ctrl-C.
     """
-    from onboard.console import emit_view, stdout_console
+    from onboard.commands._common import finish
+    from onboard.console import stdout_console
     from onboard.errors import BadInput
     from onboard.views.stuck import render_result, render_snapshot
     from onboard.workflows.stuck import stuck as run_stuck
@@ -103,5 +104,4 @@ def stuck(
         on_snapshot=show,
     )
     result.printed = len(printed)
-    emit_view(result, render_result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, render_result, as_json, verbose)
