@@ -35,7 +35,8 @@ def where(
     OP is an aten name (`trunc`, `aten::mm.out`) or a Python name
     (`torch.nn.functional.linear`, `Tensor.trunc`).
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import where as view
     from onboard.workflows.where import where as run_where
 
     result = run_where(
@@ -46,5 +47,4 @@ def where(
         refresh=refresh,
         reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0
+    return finish(result, view.render, as_json, verbose)
