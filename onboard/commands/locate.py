@@ -50,8 +50,9 @@ def locate(
     one message match of high confidence); 1 when nothing matched or the answer is
     uncertain (the candidates are shown with their confidence and blind spots).
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
     from onboard.errors import BadInput
+    from onboard.views import locate as view
     from onboard.workflows.locate import locate as run_locate
 
     command = after_dashes()
@@ -89,5 +90,4 @@ def locate(
         reporter=reporter(as_json, verbose),
         **kwargs,
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render, as_json, verbose)

@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard import proc, torchenv
 from onboard.errors import BadInput
@@ -25,10 +25,6 @@ from onboard.workflows.opsource import chain, checks, codegen, compiled, confide
 from onboard.workflows.opsource.chain import Layer
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.reviews import hint as reviews_hint
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 RUN_TIMEOUT = 600.0
 FOUND = "found"  # the binary named the site, or a torch frame raised it
@@ -140,112 +136,6 @@ class LocateResult:
             "commit": self.commit,
             "cache_warm": self.warm,
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-
-        from onboard.console import printable
-
-        def esc(text: str) -> str:
-            return escape(printable(text))
-
-        def show(loc: SourceLoc, indent: str = "    ") -> None:
-            label = loc.label + loc.status
-            console.print(f"{indent}[bold]{esc(label)}[/]")
-            if loc.text:
-                console.print(f"{indent}  [dim]{esc(loc.text.strip())}[/]")
-            if loc.url:
-                console.print(f"{indent}  [blue]{esc(loc.url)}[/]")
-            if loc.copy:
-                console.print(f"{indent}  onboard's regenerated copy: {esc(loc.copy)}")
-
-        if self.exc_type or self.message:
-            head = f"{self.exc_type}: " if self.exc_type else ""
-            first = (self.message or "").splitlines()[0] if self.message else ""
-            console.print(f"[bold red]{esc(head + first)}[/]")
-        if self.explanation:
-            console.print(esc(self.explanation))
-        if self.check is not None:
-            func = f" in {self.check_function}" if self.check_function else ""
-            verb = "Warned" if (self.exc_type or "").endswith("Warning") else "Raised"
-            console.print(f"\n[bold cyan]{verb}{esc(func)} at[/]")
-            show(self.check)
-        if self.chain:
-            console.print("\n[bold cyan]The chain, caller first[/]")
-            shown: set[str] = set()
-            for i, layer in enumerate(self.chain, 1):
-                op = f" (aten::{layer.op})" if layer.op else ""
-                console.print(f"  {i}. [bold]{esc(layer.layer)}[/]: {esc(layer.name)}{esc(op)}")
-                if layer.location is not None:
-                    show(layer.location, "     ")
-                for rel in layer.related:
-                    if verbose or rel.label not in shown:
-                        show(rel, "     ")
-                    else:
-                        console.print(f"     [dim]{esc(rel.label)} (above)[/]")
-                    shown.add(rel.label)
-                if layer.note:
-                    console.print(f"     [dim]{esc(layer.note)}[/]")
-                if verbose and len(layer.frames) > 1:
-                    for frame in layer.frames:
-                        console.print(f"     [dim]frame: {esc(frame)}[/]")
-        for finding in self.diagnosis:
-            console.print(f"\n[bold red]{esc(finding.id)}[/]: {esc(finding.title)}")
-            console.print(f"  [bold]why[/]: {esc(finding.why)}")
-            console.print(f"  [bold]fix[/]: {esc(finding.fix)}")
-        if self.mode != "command" and self.verdict in (MATCHED, NO_MATCH):
-            # How sure, first: a single candidate can still be the wrong one.
-            console.print(f"\n[bold]Confidence: {esc(self.confidence)}[/]")
-            for spot in self.blind_spots:
-                console.print(f"  - {esc(spot)}")
-        self._render_compiled(console, esc)
-        if self.candidates:
-            console.print("\n[bold cyan]Check sites whose message matches, best first[/]")
-            for c in self.candidates:
-                func = f" in {c.function}" if c.function else ""
-                tie = ", tied with the best" if c.tied and len(self.candidates) > 1 else ""
-                console.print(
-                    f"  {esc(c.macro)}{esc(func)} -> {esc(c.raises)}  "
-                    f"[dim]({c.coverage:.0%} of the message is literal text of this site"
-                    f"{tie})[/]"
-                )
-                show(c.location)
-                for reason in c.reasons:
-                    console.print(f"      [dim]ranked lower: {esc(reason)}[/]")
-            hidden = self.candidates_total - len(self.candidates)
-            if hidden > 0:
-                console.print(f"  [dim]... and {hidden} more matching sites, not shown[/]")
-        warned = [w for w in self.warnings if self.check is None or w.location != self.check]
-        if warned:
-            console.print("\n[bold cyan]Warnings raised inside torch[/]")
-            for w in warned:
-                said = f"{w.category}: " if w.category else ""
-                if w.message:
-                    console.print(f"  [yellow]{esc(said + w.message)}[/]")
-                show(w.location, "    ")
-        for limit in self.limitations:
-            console.print(f"\n[yellow]Limitation:[/] {esc(limit)}")
-        if self.next_step:
-            console.print(f"\n[yellow]Next:[/] {esc(self.next_step)}")
-        reviews_hint.show(console, self)
-
-    def _render_compiled(self, console: Console, esc: Any) -> None:
-        if not self.compiled:
-            return
-        console.print("\n[bold cyan]In the installed torch's compiled libraries[/]")
-        for c in self.compiled:
-            console.print(f"  [bold]{esc(c.library)}[/] holds the text [dim]{esc(repr(c.text))}[/]")
-            if c.file:
-                console.print(
-                    f"    probably from [bold]{esc(c.file)}[/] (the nearest build path on both "
-                    "sides of the text; the line is not in the binary)"
-                )
-                if c.url:
-                    console.print(f"    [blue]{esc(c.url)}[/]")
-            else:
-                near = sorted({p for p in (c.before, c.after) if p})
-                said = f" (the build paths next to it: {', '.join(near)})" if near else ""
-                console.print(f"    its source file cannot be told from the binary{esc(said)}")
 
 
 _SURE = (confidence.CERTAIN, confidence.HIGH)
