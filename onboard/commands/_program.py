@@ -9,7 +9,13 @@ from typing import Any
 
 import click
 
-from onboard.commands._common import after_dashes, python_option, reporter, workspace_option
+from onboard.commands._common import (
+    after_dashes,
+    finish,
+    python_option,
+    reporter,
+    workspace_option,
+)
 
 
 @dataclass(frozen=True)
@@ -71,17 +77,16 @@ def program_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def run_program(
     workflow: Callable[..., Any],
+    view: Callable[..., None],
     program: ProgramOptions,
     as_json: bool,
     verbose: bool,
     **options: Any,
 ) -> int:
     """Run the program after `--` (or -c) under ``workflow`` with the command's own
-    ``options``, print its result, and exit 1 when the program itself failed."""
-    from onboard.console import emit
-
+    ``options``, print its result with ``view``, and exit 1 when the program itself
+    failed."""
     result = workflow(
         after_dashes(), reporter=reporter(as_json, verbose), **asdict(program), **options
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return int(result.exit_code_for_cli)
+    return finish(result, view, as_json, verbose)

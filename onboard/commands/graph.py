@@ -45,10 +45,12 @@ def graph(
     onboard graph --var loss -- python train_step.py
     onboard graph --dot -- python train_step.py > g.dot
     """
+    from onboard.views import graph as view
     from onboard.workflows.trace.autograd_graph import graph as run_graph
 
     return run_program(
         run_graph,
+        view.render,
         program,
         as_json,
         verbose,

@@ -41,10 +41,12 @@ def trace(
     onboard trace -c "torch.zeros(3, 4)"      (torch is imported for the code)
     onboard trace --json -- python -m mypkg.train
     """
+    from onboard.views import trace as view
     from onboard.workflows.trace.profile import trace as run_trace
 
     return run_program(
         run_trace,
+        view.render,
         program,
         as_json,
         verbose,
