@@ -45,8 +45,9 @@ def doctor(
     warnings; info notes do not count).
     """
     from onboard import workspace as ws_mod
-    from onboard.console import emit
+    from onboard.commands._common import finish
     from onboard.errors import BadInput
+    from onboard.views import doctor as view
     from onboard.workflows.doctor import diagnose
 
     command = after_dashes()
@@ -64,5 +65,4 @@ def doctor(
         import_module=import_module,
         command=command,
     )
-    emit(report, as_json=as_json, verbose=verbose)
-    return report.exit_code
+    return finish(report, view.render, as_json, verbose)
