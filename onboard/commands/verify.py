@@ -20,7 +20,8 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
     """
     from onboard import transaction
     from onboard import workspace as ws_mod
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import verify as view
     from onboard.workflows.verify import verify_via_nox
 
     ws = ws_mod.require(workspace, writing=True)
@@ -34,5 +35,4 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
     ) as tx:
         tx.watch(ws.checkout_path)
         result = verify_via_nox(ws, reporter=report)
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    return finish(result, view.render, as_json, verbose)
