@@ -124,7 +124,8 @@ def bisect(
     on the branch or commit it started on. Exit 0 when one commit was pinned,
     1 otherwise.
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import bisect as view
     from onboard.workflows.bisect import run_bisect
 
     result = run_bisect(
@@ -147,5 +148,4 @@ def bisect(
         python=python,
         reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render, as_json, verbose)
