@@ -92,7 +92,8 @@ def pr(
     With --open: push the branch to your fork and open a draft PR (or update
     the open one). The token comes from GITHUB_TOKEN / GH_TOKEN or gh's config.
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import pr as view
     from onboard.workflows.pr import run
 
     result = run(
@@ -108,5 +109,4 @@ def pr(
         push_timeout=push_timeout,
         reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render, as_json, verbose)
