@@ -76,7 +76,8 @@ def ab(
     from pathlib import Path
 
     from onboard import workspace as ws_mod
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import ab as view
     from onboard.workflows.ab import compare
 
     ws = ws_mod.find(workspace)
@@ -92,5 +93,4 @@ def ab(
         timeout=timeout,
         reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    return finish(result, view.render, as_json, verbose)
