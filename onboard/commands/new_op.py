@@ -59,7 +59,8 @@ def new_op(
     --reveal), 1 when it could not be, 2 for a refused name.
     """
     from onboard import workspace as ws_mod
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import new_op as view
     from onboard.workflows.newop import scaffold
 
     ws = ws_mod.require(workspace, writing=True)
@@ -73,10 +74,8 @@ def new_op(
                 "--dry-run.",
                 next_step=f"Run `onboard new-op {name} --reveal`.",
             )
-        emit(reveal_op(ws, name), as_json=as_json, verbose=verbose)
-        return 0
+        return finish(reveal_op(ws, name), view.reveal, as_json, verbose)
     result = scaffold(
         ws, name, kind=kind, like=like, dry_run=dry_run, reporter=reporter(as_json, verbose)
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0
+    return finish(result, view.render, as_json, verbose)
