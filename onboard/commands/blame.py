@@ -47,7 +47,8 @@ def blame(
     not in the checkout, a line beyond the file's end).
     """
     check_modes(as_json, md)
+    from onboard.views import blame as view
     from onboard.workflows.reviews.run_blame import blame as run
 
     result = run(spec, walk=walk, reporter=reporter(as_json or md, verbose), **asdict(history))
-    return show(result, md=md, as_json=as_json, verbose=verbose)
+    return show(result, view.render, md=md, as_json=as_json, verbose=verbose)

@@ -144,15 +144,14 @@ def check_modes(as_json: bool, md: bool) -> None:
         raise click.UsageError("--json and --md each print the whole answer: pick one.")
 
 
-def show(result: Any, *, md: bool, as_json: bool, verbose: bool) -> int:
-    """Print the answer (Markdown, JSON or text); its exit code."""
-    from onboard.console import emit
+def show(result: Any, view: Callable[..., None], *, md: bool, as_json: bool, verbose: bool) -> int:
+    """Print the answer (Markdown, JSON or text drawn by ``view``); its exit code."""
+    from onboard.commands._common import finish
 
     if md:
         click.echo(result.markdown(), nl=False)
-    else:
-        emit(result, as_json=as_json, verbose=verbose)
-    return int(result.exit_code)
+        return int(result.exit_code)
+    return finish(result, view, as_json, verbose)
 
 
 @click.command("reviews", cls=SyncWord)
@@ -205,6 +204,8 @@ def reviews(
     that could not fetch everything (what it fetched is kept), 2 bad arguments.
     """
     check_modes(as_json, md)
+    from onboard.views import reviews as view
+
     if click.get_current_context().meta.get(_SYNC):
         if history.offline or md:
             raise click.UsageError("`reviews sync` fetches and keeps: drop --offline and --md.")
@@ -214,11 +215,11 @@ def reviews(
         synced = sync(
             list(targets), limit=limit, base=base, reporter=reporter(as_json, verbose), **options
         )
-        return show(synced, md=False, as_json=as_json, verbose=verbose)
+        return show(synced, view.sync, md=False, as_json=as_json, verbose=verbose)
     from onboard.workflows.reviews.run_reviews import reviews as run
 
     result = run(
         list(targets), reviewer=reviewer, limit=limit, base=base,
         reporter=reporter(as_json or md, verbose), **asdict(history),
     )  # fmt: skip
-    return show(result, md=md, as_json=as_json, verbose=verbose)
+    return show(result, view.render, md=md, as_json=as_json, verbose=verbose)
