@@ -583,8 +583,9 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from onboard.report import Reporter
-    from onboard.workflows import where as where_mod
+    from onboard.workflows.opsource.context import TreeContext
     from onboard.workflows.opsource.live_index import LiveIndex
+    from onboard.workflows.where.live_answers import narrowed, op_request
 
     cache_root = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_root))
@@ -601,21 +602,19 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
         assert not any(m.startswith("Asking the installed torch") for m in reporter.messages)
     # What the index holds is what a child asked about that op alone answers.
     index = LiveIndex(sys.executable, f"{installed_version()}:{installed_commit()}", Reporter())
-    yaml_functions = [
-        f for f in where_mod.TreeContext.open(str(ws), None, Reporter()).yaml().functions
-    ]
+    yaml_functions = [f for f in TreeContext.open(str(ws), None, Reporter()).yaml().functions]
     groups: dict[str, list[dict[str, Any]]] = {}
     for f in yaml_functions:
         groups.setdefault(f["base"], []).append(f)
     for base in ("mm", "abs", "hardtanh"):
-        request = where_mod._op_request(base, groups[base])
+        request = op_request(base, groups[base])
         assert index.lookup(base, request) == _ask_one_child(request), base
     mm_out = [f for f in groups["mm"] if f["name"] == "mm.out"]
-    narrow = where_mod._op_request("mm", mm_out)
-    whole = index.lookup("mm", where_mod._op_request("mm", groups["mm"]))
+    narrow = op_request("mm", mm_out)
+    whole = index.lookup("mm", op_request("mm", groups["mm"]))
     assert whole is not None
     # (a child asked about mm.out alone also dumps the ops its entry points reach: unused)
-    assert where_mod._narrowed(whole, narrow) == where_mod._narrowed(_ask_one_child(narrow), narrow)
+    assert narrowed(whole, narrow) == narrowed(_ask_one_child(narrow), narrow)
     relu6 = _ask_one_child(
         {"entries": ["torch.nn.functional.relu6"], "ops": [], "record": True,
          "group_overloads": True}
