@@ -19,9 +19,9 @@ from opsource_helpers import (
 
 from onboard.views import trace as view
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.trace import optree, stubs
+from onboard.workflows.trace import optree
 from onboard.workflows.trace.profile import TraceResult, trace
-from onboard.workflows.where import KernelSite
+from onboard.workflows.where import KernelSite, stubs
 
 PY = sys.executable
 LINEAR = """\

@@ -206,6 +206,35 @@ def test_where_reference_tree(reference_ws: Path) -> None:
     assert meta[0].registered_at is not None and meta[0].registered_at.in_checkout
 
 
+def _declaring(checkout: Path, stub: str) -> dict[str, list[str]]:
+    """Each header of the tree that declares ``stub``: the namespaces open at its
+    DECLARE_DISPATCH, outermost first (``namespace at::native::cpublas {`` is three)."""
+    found: dict[str, list[str]] = {}
+    for path in checkout.rglob("*.h"):
+        text = path.read_text(errors="replace")
+        declared = re.search(rf"DECLARE_DISPATCH\([^;]*\b{stub}\b", text)
+        if declared:
+            opened = re.findall(r"namespace\s+([\w:]+)\s*\{", text[: declared.start()])
+            found[str(path.relative_to(checkout))] = "::".join(opened).split("::")
+    return found
+
+
+def test_where_shows_the_dispatch_stub_the_kernel_calls_not_its_namesake(
+    reference_ws: Path,
+) -> None:
+    # ATen has two DispatchStubs named copy_stub: copy_ (a function of at::native) calls
+    # the one its own namespace declares, not BLAS's in at::native::cpublas.
+    checkout = reference_ws / "pytorch"
+    declaring = _declaring(checkout, "copy_stub")
+    assert len(declaring) > 1, declaring  # the namesakes are in this tree
+    own = {path for path, spaces in declaring.items() if spaces[-2:] == ["at", "native"]}
+    assert len(own) == 1, declaring
+    result = where("copy_", workspace=str(reference_ws))
+    declared = {k.location.path for k in result.kernels if k.role == "stub_declare"}
+    assert declared == own
+    assert not any("ambiguous" in k.detail for k in result.kernels)
+
+
 def _cpu_wrapper_from_a_cpp_trace() -> tuple[str, str]:
     """(function, file) of mm's CPU kernel, as the binary names them in a C++ stack trace
     (torch itself, at test time): `... &at::(anonymous namespace)::wrapper_CPU_mm> ...

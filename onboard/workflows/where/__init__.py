@@ -11,7 +11,8 @@ is given as ``path:line`` in the checkout and as a GitHub link at the commit.
 The steps, one module each: ``request`` (the query read), ``resolve`` (which op
 it names, asking the installed torch through ``live_answers``), then the
 anatomy layer by layer: ``entry_points``, ``yaml_entries``, ``dispatch_table``,
-``kernels``, ``derivatives``, ``opinfo``. Each place's GitHub link comes with it from the
+``kernels`` (with ``stubs``: which of namesake DispatchStubs a kernel calls),
+``derivatives``, ``opinfo``. Each place's GitHub link comes with it from the
 tree's ``SourceMap``; what this tree cannot show is said last.
 """
 

@@ -9,10 +9,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from onboard.workflows.opsource import scan
 from onboard.workflows.opsource.anatomy import KernelSite
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.kernels import Hit, stubs_near
 from onboard.workflows.opsource.paths import SourceMap
+from onboard.workflows.where import stubs
 
 
 @dataclass
@@ -64,7 +66,7 @@ def kernel_sites(
     for stub in stub_names:
         for hit in kidx.stub(stub):
             sites.add(hit.role, hit.name, hit)
-    return sites.found, missing
+    return stubs.resolve(sites.found, lambda rel: scan.read(ctx.checkout / rel)), missing
 
 
 def with_python_sites(sites: list[KernelSite], python_sites: list[KernelSite]) -> list[KernelSite]:
