@@ -2,7 +2,8 @@
 
 - No import cycle between onboard's modules, deferred (inside a function) or
   not: each module can be read knowing only what it imports.
-- Workflows never import Click; only the proc adapter starts processes.
+- Workflows never import Click, nor rich or the console: they return results, and
+  ``onboard/views`` draws them. Only the proc adapter starts processes.
 - No module calls into another module's private names.
 
 Imports under ``if TYPE_CHECKING:`` are for the type checker only and do not
@@ -155,6 +156,18 @@ def test_workflows_never_import_click() -> None:
     workflows = [p for n, p in MODULES.items() if n.startswith("onboard.workflows")]
     assert workflows
     assert [str(p) for p in workflows if _imports_anywhere(p, "click")] == []
+
+
+def test_workflows_return_results_and_views_draw_them() -> None:
+    # harvest's result still draws itself: its view is moving to onboard/views/harvest.py.
+    drawing = [
+        n
+        for n, p in MODULES.items()
+        if n.startswith("onboard.workflows.")
+        and not n.startswith("onboard.workflows.harvest")
+        and (_imports_anywhere(p, "rich") or _imports_anywhere(p, "onboard.console"))
+    ]
+    assert drawing == []
 
 
 def test_only_proc_starts_processes() -> None:
