@@ -263,15 +263,17 @@ class RichReporter(Reporter):
             self._console = stderr_console()
         return self._console
 
+    # Messages are text, not markup: a commit subject such as ``[inductor] Fix ...`` or
+    # a build's output shows as it is.
     def step(self, message: str) -> None:
         super().step(message)
         if not self.quiet:
-            self._err().print(f"[bold cyan]>[/] {message}")
+            self._err().print(f"[bold cyan]>[/] {escape(message)}")
 
     def detail(self, message: str) -> None:
         super().detail(message)
         if self.verbose and not self.quiet:
-            self._err().print(f"  [dim]{message}[/]")
+            self._err().print(f"  [dim]{escape(message)}[/]")
 
     def check_started(self, name: str) -> None:
         super().check_started(name)

@@ -659,8 +659,10 @@ def test_installed_torch_is_healthy(tmp_path: Path) -> None:
 
     from rich.console import Console
 
+    from onboard.views import doctor as view
+
     console = Console(record=True, width=120)
-    report.render(console, verbose=True)
+    view.render(report, console, verbose=True)
     text = console.export_text()
     assert "No problems found." in text
     assert "/__w/pytorch/pytorch" in text

@@ -991,8 +991,10 @@ def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path
     # It does not then suggest the --open it would refuse.
     from rich.console import Console
 
+    from onboard.views import pr as view
+
     console = Console(record=True, width=200)
-    result.render(console, verbose=False)
+    view.render(result, console, verbose=False)
     text = console.export_text()
     assert "onboard pr --open" not in text
     assert "Next: this reference tree cannot be pushed as a pull request" in text

@@ -66,6 +66,15 @@ def test_a_task_off_a_terminal_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -
     assert text.splitlines()[-1].startswith("  regenerating: stopped in ")
 
 
+def test_steps_and_details_are_text_not_markup() -> None:
+    reporter, out = _reporter()
+    reporter.verbose = True
+    subject = "[inductor] Fuse pointwise ops [/] into [bold]reductions"
+    reporter.step(f"testing {subject}")
+    reporter.detail(subject)
+    assert out.getvalue().splitlines() == [f"> testing {subject}", f"  {subject}"]
+
+
 def test_json_mode_prints_no_progress() -> None:
     reporter, out = _reporter(quiet=True)
     with reporter.task("reading", total=2) as task:

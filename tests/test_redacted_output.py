@@ -12,9 +12,11 @@ import pytest
 from rich.console import Console
 
 from onboard.errors import OnboardError
+from onboard.views import graph as graph_view
+from onboard.views import trace as trace_view
 from onboard.workflows.ab import compare
-from onboard.workflows.trace.autograd_graph import GraphRequest, graph
-from onboard.workflows.trace.profile import TraceRequest, trace
+from onboard.workflows.trace.autograd_graph import GraphRequest, GraphResult, graph
+from onboard.workflows.trace.profile import TraceRequest, TraceResult, trace
 
 PY = sys.executable
 TOKENS = [
@@ -39,10 +41,11 @@ def _no_token(text: str) -> None:
         assert token[12:] not in text  # nor a part of it
 
 
-def _shown(result: object) -> str:
+def _shown(result: TraceResult | GraphResult) -> str:
     out = io.StringIO()
-    result.render(Console(file=out, width=200), True)  # type: ignore[attr-defined]
-    return out.getvalue() + json.dumps(result.to_json())  # type: ignore[attr-defined]
+    view = trace_view if isinstance(result, TraceResult) else graph_view
+    view.render(result, Console(file=out, width=200), True)
+    return out.getvalue() + json.dumps(result.to_json())
 
 
 @pytest.fixture

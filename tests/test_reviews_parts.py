@@ -195,10 +195,12 @@ def test_finding_commented_code_in_todays_file() -> None:
 def test_the_line_where_and_locate_end_with() -> None:
     import io
     import shlex
-    from types import SimpleNamespace
 
     from rich.console import Console
 
+    from onboard.views import locate as locate_view
+    from onboard.workflows.locate import FOUND, LocateResult
+    from onboard.workflows.opsource.paths import SourceLoc
     from onboard.workflows.reviews import hint
 
     assert (
@@ -209,8 +211,8 @@ def test_the_line_where_and_locate_end_with() -> None:
     assert text is not None
     assert shlex.split(text.split(": ", 1)[1]) == ["onboard", "reviews", "aten/a.cpp", odd]
     assert hint.line([]) is None
-    loc = SimpleNamespace(path="aten/src/ATen/native/LinearAlgebra.cpp", in_checkout=True)
+    loc = SourceLoc("aten/src/ATen/native/LinearAlgebra.cpp", 204, in_checkout=True)
     out = io.StringIO()
-    located = SimpleNamespace(check=loc, chain=[], candidates=[])
-    hint.show(Console(file=out, width=200), located)
+    located = LocateResult(mode="message", verdict=FOUND, check=loc)
+    locate_view.render(located, Console(file=out, width=200), False)
     assert out.getvalue().strip().endswith("onboard reviews aten/src/ATen/native/LinearAlgebra.cpp")

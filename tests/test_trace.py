@@ -355,7 +355,7 @@ def test_trace_program_failing_after_ops_still_shows_them(tmp_path: Path) -> Non
     script = tmp_path / "late.py"
     script.write_text("import torch\ntorch.ones(2)\nraise RuntimeError('later')\n")
     result = trace(TraceRequest(command=[PY, str(script)]))
-    assert result.exit_code == 1 and result.exit_code_for_cli == 1
+    assert result.program_exit == 1 and result.exit_code == 1
     assert "RuntimeError: later" in (result.error or "")
     assert any(n.label == "aten::ones" for n in optree.ops(result.tree))
 

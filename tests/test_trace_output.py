@@ -18,10 +18,11 @@ from opsource_helpers import (
     shared_cache_fixture,  # noqa: F401 (a pytest fixture)
 )
 
+from onboard.views import trace as view
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.trace import optree, stubs
-from onboard.workflows.trace.profile import TraceRequest, trace
-from onboard.workflows.where import KernelSite
+from onboard.workflows.trace import optree
+from onboard.workflows.trace.profile import TraceRequest, TraceResult, trace
+from onboard.workflows.where import KernelSite, stubs
 
 PY = sys.executable
 LINEAR = """\
@@ -197,13 +198,13 @@ def readme_block(first_line_start: str) -> list[str]:
     return text[at + 4 : text.index("```", at + 4)].rstrip("\n").splitlines()
 
 
-def rendered(result: object) -> list[str]:
+def rendered(result: TraceResult) -> list[str]:
     from io import StringIO
 
     from rich.console import Console
 
     out = StringIO()
-    result.render(Console(file=out, width=100_000, color_system=None), False)  # type: ignore[attr-defined]
+    view.render(result, Console(file=out, width=100_000, color_system=None), False)
     return out.getvalue().splitlines()
 
 

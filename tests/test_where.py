@@ -206,6 +206,35 @@ def test_where_reference_tree(reference_ws: Path) -> None:
     assert meta[0].registered_at is not None and meta[0].registered_at.in_checkout
 
 
+def _declaring(checkout: Path, stub: str) -> dict[str, list[str]]:
+    """Each header of the tree that declares ``stub``: the namespaces open at its
+    DECLARE_DISPATCH, outermost first (``namespace at::native::cpublas {`` is three)."""
+    found: dict[str, list[str]] = {}
+    for path in checkout.rglob("*.h"):
+        text = path.read_text(errors="replace")
+        declared = re.search(rf"DECLARE_DISPATCH\([^;]*\b{stub}\b", text)
+        if declared:
+            opened = re.findall(r"namespace\s+([\w:]+)\s*\{", text[: declared.start()])
+            found[str(path.relative_to(checkout))] = "::".join(opened).split("::")
+    return found
+
+
+def test_where_shows_the_dispatch_stub_the_kernel_calls_not_its_namesake(
+    reference_ws: Path,
+) -> None:
+    # ATen has two DispatchStubs named copy_stub: copy_ (a function of at::native) calls
+    # the one its own namespace declares, not BLAS's in at::native::cpublas.
+    checkout = reference_ws / "pytorch"
+    declaring = _declaring(checkout, "copy_stub")
+    assert len(declaring) > 1, declaring  # the namesakes are in this tree
+    own = {path for path, spaces in declaring.items() if spaces[-2:] == ["at", "native"]}
+    assert len(own) == 1, declaring
+    result = where("copy_", workspace=str(reference_ws))
+    declared = {k.location.path for k in result.kernels if k.role == "stub_declare"}
+    assert declared == own
+    assert not any("ambiguous" in k.detail for k in result.kernels)
+
+
 def _cpu_wrapper_from_a_cpp_trace() -> tuple[str, str]:
     """(function, file) of mm's CPU kernel, as the binary names them in a C++ stack trace
     (torch itself, at test time): `... &at::(anonymous namespace)::wrapper_CPU_mm> ...
@@ -583,8 +612,9 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from onboard.report import Reporter
-    from onboard.workflows import where as where_mod
+    from onboard.workflows.opsource.context import TreeContext
     from onboard.workflows.opsource.live_index import LiveIndex
+    from onboard.workflows.where.live_answers import narrowed, op_request
 
     cache_root = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_root))
@@ -601,21 +631,19 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
         assert not any(m.startswith("Asking the installed torch") for m in reporter.messages)
     # What the index holds is what a child asked about that op alone answers.
     index = LiveIndex(sys.executable, f"{installed_version()}:{installed_commit()}", Reporter())
-    yaml_functions = [
-        f for f in where_mod.TreeContext.open(str(ws), None, Reporter()).yaml().functions
-    ]
+    yaml_functions = [f for f in TreeContext.open(str(ws), None, Reporter()).yaml().functions]
     groups: dict[str, list[dict[str, Any]]] = {}
     for f in yaml_functions:
         groups.setdefault(f["base"], []).append(f)
     for base in ("mm", "abs", "hardtanh"):
-        request = where_mod._op_request(base, groups[base])
+        request = op_request(base, groups[base])
         assert index.lookup(base, request) == _ask_one_child(request), base
     mm_out = [f for f in groups["mm"] if f["name"] == "mm.out"]
-    narrow = where_mod._op_request("mm", mm_out)
-    whole = index.lookup("mm", where_mod._op_request("mm", groups["mm"]))
+    narrow = op_request("mm", mm_out)
+    whole = index.lookup("mm", op_request("mm", groups["mm"]))
     assert whole is not None
     # (a child asked about mm.out alone also dumps the ops its entry points reach: unused)
-    assert where_mod._narrowed(whole, narrow) == where_mod._narrowed(_ask_one_child(narrow), narrow)
+    assert narrowed(whole, narrow) == narrowed(_ask_one_child(narrow), narrow)
     relu6 = _ask_one_child(
         {"entries": ["torch.nn.functional.relu6"], "ops": [], "record": True,
          "group_overloads": True}

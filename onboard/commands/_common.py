@@ -3,7 +3,8 @@ the parameter type of every path a command takes, and the reporter."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import click
 
@@ -57,6 +58,24 @@ class PathParam(click.Path):
             if problem:
                 self.fail(f"{problem}. Give a shorter path.", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class Finished(Protocol):
+    """What a command prints and exits with: every workflow's result."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def finish(result: Finished, view: Callable[..., None], as_json: bool, verbose: bool) -> int:
+    """Print ``result`` (its JSON, or ``view(result, console, verbose)``) and return the
+    exit code the command ends with."""
+    from onboard.console import emit_view
+
+    emit_view(result, view, as_json=as_json, verbose=verbose)
+    return int(result.exit_code)
 
 
 def reporter(as_json: bool, verbose: bool) -> Any:

@@ -63,10 +63,10 @@ def ab(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard ab bench.py --a commit:HEAD~1 --b commit:HEAD  # two commits of a Python-only change
       onboard ab bench.py --rounds 20 -- --size 1024         # arguments after SCRIPT go to it
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import ab as view
     from onboard.workflows.ab import ABRequest
     from onboard.workflows.ab import ab as run_ab
 
     result = run_ab(ABRequest(**parsed), reporter(as_json, verbose))
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    return finish(result, view.render, as_json, verbose)

@@ -105,9 +105,9 @@ def bisect(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard bisect repro.py --good v2.12.0 --term-old broken --term-new fixed  # the fix
       onboard bisect repro.py --good 2.11.0 --bad 2.13.0 --wheels  # releases, then commits
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import bisect as view
     from onboard.workflows.bisect import BisectRequest, run_bisect
 
     result = run_bisect(BisectRequest(**parsed), reporter(as_json, verbose))
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render, as_json, verbose)

@@ -41,7 +41,8 @@ def blame(spec: str, md: bool, as_json: bool, verbose: bool, **parsed: Any) -> i
       onboard blame torch/_refs/__init__.py:88 --offline --json
     """
     check_modes(as_json, md)
+    from onboard.views import blame as view
     from onboard.workflows.reviews.run_blame import blame as run
 
     result = run(spec, reporter=reporter(as_json or md, verbose), **parsed)
-    return show(result, md=md, as_json=as_json, verbose=verbose)
+    return show(result, view.render, md=md, as_json=as_json, verbose=verbose)

@@ -59,7 +59,7 @@ def build(dry_run: bool, workspace: str | None, as_json: bool, verbose: bool, **
       onboard build --jobs 4 --cache ccache
     """
     from onboard import workspace as ws_mod
-    from onboard.console import emit_view
+    from onboard.commands._common import finish
     from onboard.views import build as view
     from onboard.workflows.build import build as run_build
     from onboard.workflows.build import plan as make_plan
@@ -68,8 +68,6 @@ def build(dry_run: bool, workspace: str | None, as_json: bool, verbose: bool, **
     rep = reporter(as_json, verbose)
     the_plan = make_plan(ws, extra_args=after_dashes() or [], reporter=rep, **parsed)
     if dry_run:
-        emit_view(the_plan, view.plan, as_json=as_json, verbose=verbose)
-        return 0 if the_plan.ok else 1
+        return finish(the_plan, view.plan, as_json, verbose)
     result = run_build(ws, the_plan, rep)
-    emit_view(result, view.result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.result, as_json, verbose)

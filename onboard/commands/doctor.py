@@ -35,10 +35,10 @@ def doctor(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard doctor --import my_ext          # ... and why `import my_ext` fails
       onboard doctor -- python use_ext.py     # ... and why the script's import fails
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import doctor as view
     from onboard.workflows.doctor import DoctorRequest
     from onboard.workflows.doctor import doctor as run_doctor
 
     report = run_doctor(DoctorRequest(command=after_dashes(), **parsed), reporter(as_json, verbose))
-    emit(report, as_json=as_json, verbose=verbose)
-    return report.exit_code
+    return finish(report, view.render, as_json, verbose)

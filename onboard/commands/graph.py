@@ -39,10 +39,10 @@ def graph(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard graph --var loss -- python train_step.py
       onboard graph --dot -- python train_step.py > g.dot
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import graph as view
     from onboard.workflows.trace.autograd_graph import GraphRequest
     from onboard.workflows.trace.autograd_graph import graph as run_graph
 
     result = run_graph(GraphRequest(command=after_dashes(), **parsed), reporter(as_json, verbose))
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code_for_cli
+    return finish(result, view.render, as_json, verbose)

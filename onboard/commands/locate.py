@@ -36,10 +36,10 @@ def locate(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard locate "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
       python repro.py 2>&1 | onboard locate -  # read a traceback or log from stdin
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import locate as view
     from onboard.workflows.locate import LocateRequest
     from onboard.workflows.locate import locate as run_locate
 
     result = run_locate(LocateRequest(command=after_dashes(), **parsed), reporter(as_json, verbose))
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render, as_json, verbose)

@@ -59,9 +59,13 @@ def new_op(name: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard new-op my_trunc --like trunc    # trunc's family: integers copied, same dtypes
       onboard new-op trunc --reveal           # how PyTorch itself writes trunc
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import new_op as view
     from onboard.workflows.newop import new_op as run_new_op
 
     result = run_new_op(name, reporter=reporter(as_json, verbose), **parsed)
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0
+    from onboard.workflows.newop.reveal import RevealResult
+
+    if isinstance(result, RevealResult):
+        return finish(result, view.reveal, as_json, verbose)
+    return finish(result, view.render, as_json, verbose)

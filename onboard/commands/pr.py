@@ -66,9 +66,9 @@ def pr(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard pr --issue 12345                # adds "Fixes #12345"
       onboard pr --open --fork-remote myfork  # push to your fork, open a draft PR
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import pr as view
     from onboard.workflows.pr import run
 
     result = run(reporter=reporter(as_json, verbose), **parsed)
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render, as_json, verbose)

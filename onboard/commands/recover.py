@@ -33,10 +33,9 @@ def recover(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard recover --repo ~/pytorch   # after an interrupted bisect/pr in a clone
       onboard recover --json
     """
-    from onboard.console import emit_view
+    from onboard.commands._common import finish
     from onboard.views import recover as view
     from onboard.workflows.recover import recover as run_recover
 
     result = run_recover(reporter=reporter(as_json, verbose), **parsed)
-    emit_view(result, view.render, as_json=as_json, verbose=verbose)
-    return 0
+    return finish(result, view.render, as_json, verbose)

@@ -3,6 +3,7 @@ comments on the files you are changing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -29,15 +30,14 @@ def check_modes(as_json: bool, md: bool) -> None:
         raise click.UsageError("--json and --md each print the whole answer: pick one.")
 
 
-def show(result: Any, *, md: bool, as_json: bool, verbose: bool) -> int:
-    """Print the answer (Markdown, JSON or text); its exit code."""
-    from onboard.console import emit
+def show(result: Any, view: Callable[..., None], *, md: bool, as_json: bool, verbose: bool) -> int:
+    """Print the answer (Markdown, JSON or text drawn by ``view``); its exit code."""
+    from onboard.commands._common import finish
 
     if md:
         click.echo(result.markdown(), nl=False)
-    else:
-        emit(result, as_json=as_json, verbose=verbose)
-    return int(result.exit_code)
+        return int(result.exit_code)
+    return finish(result, view, as_json, verbose)
 
 
 @click.command("reviews", cls=SyncWord)
@@ -80,6 +80,8 @@ def reviews(targets: tuple[str, ...], md: bool, as_json: bool, verbose: bool, **
       onboard reviews trunc --md > prior-art.md
     """
     check_modes(as_json, md)
+    from onboard.views import reviews as view
+
     if click.get_current_context().meta.get(_SYNC):
         if parsed["offline"] or md:
             raise click.UsageError("`reviews sync` fetches and keeps: drop --offline and --md.")
@@ -88,8 +90,8 @@ def reviews(targets: tuple[str, ...], md: bool, as_json: bool, verbose: bool, **
         # What is kept serves every reviewer.
         kept = {k: v for k, v in parsed.items() if k not in ("offline", "reviewer")}
         synced = sync(list(targets), reporter=reporter(as_json, verbose), **kept)
-        return show(synced, md=False, as_json=as_json, verbose=verbose)
+        return show(synced, view.sync, md=False, as_json=as_json, verbose=verbose)
     from onboard.workflows.reviews.run_reviews import reviews as run
 
     result = run(list(targets), reporter=reporter(as_json or md, verbose), **parsed)
-    return show(result, md=md, as_json=as_json, verbose=verbose)
+    return show(result, view.render, md=md, as_json=as_json, verbose=verbose)

@@ -72,6 +72,7 @@ def setup(dest: str, then_build: bool, as_json: bool, verbose: bool, **parsed: A
       onboard setup ~/pt-ws --reference ~/src/pytorch   # borrow a clone's objects
       onboard setup ~/pt-ws --with-submodules --build   # then `onboard build`
     """
+    from onboard.commands._common import finish
     from onboard.console import emit_view
     from onboard.views import setup as view
     from onboard.workflows.setup import setup as run_setup
@@ -86,9 +87,7 @@ def setup(dest: str, then_build: bool, as_json: bool, verbose: bool, **parsed: A
             emit_view(result, view.render, as_json=False, verbose=verbose)
         both = build_after_setup(result, reporter(as_json, verbose))
         if as_json:
-            emit_view(both, build_view.setup_and_build, as_json=True)
-        else:
-            emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
+            return finish(both, build_view.setup_and_build, as_json, verbose)
+        emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
         return both.exit_code
-    emit_view(result, view.render, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    return finish(result, view.render, as_json, verbose)

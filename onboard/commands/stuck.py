@@ -54,7 +54,8 @@ def stuck(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard stuck --kill --timeout 600 -- python train.py
       onboard stuck --json "$(pgrep -of train.py)"  # a process that is already hung
     """
-    from onboard.console import emit_view, stdout_console
+    from onboard.commands._common import finish
+    from onboard.console import stdout_console
     from onboard.views.stuck import render_result, render_snapshot
     from onboard.workflows.stuck import StuckRequest
     from onboard.workflows.stuck import stuck as run_stuck
@@ -73,5 +74,4 @@ def stuck(as_json: bool, verbose: bool, **parsed: Any) -> int:
         on_snapshot=show,
     )
     result.printed = len(printed)
-    emit_view(result, render_result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, render_result, as_json, verbose)

@@ -38,10 +38,10 @@ def trace(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard trace --depth 1 --filter 'aten::(mm|addmm)' -- python repro.py
       onboard trace --json -- python -m mypkg.train
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import trace as view
     from onboard.workflows.trace.profile import TraceRequest
     from onboard.workflows.trace.profile import trace as run_trace
 
     result = run_trace(TraceRequest(command=after_dashes(), **parsed), reporter(as_json, verbose))
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code_for_cli
+    return finish(result, view.render, as_json, verbose)

@@ -24,9 +24,9 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
       onboard verify                          # in (or under) a workspace
       onboard verify --workspace ~/pt-ws --json
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import verify as view
     from onboard.workflows.verify import verify as run_verify
 
     result = run_verify(workspace, reporter(as_json, verbose))
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    return finish(result, view.render, as_json, verbose)

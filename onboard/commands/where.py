@@ -37,9 +37,9 @@ def where(op: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard where torch.nn.functional.linear
       onboard where trunc --generated         # also the generated registration lines
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import where as view
     from onboard.workflows.where import where as run_where
 
     result = run_where(op, reporter=reporter(as_json, verbose), **parsed)
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0
+    return finish(result, view.render, as_json, verbose)

@@ -36,8 +36,6 @@ from onboard.report import CHECK_LINE, Reporter
 from onboard.shell import quote
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.torchenv import TorchEnv
 
 PASSED = "passed"
@@ -110,6 +108,10 @@ class VerifyResult:
     def ok(self) -> bool:
         return not any(c.status == FAILED for c in self.checks)
 
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
     def counts(self) -> dict[str, int]:
         return {
             s.replace(" ", "_"): sum(c.status == s for c in self.checks)
@@ -131,17 +133,6 @@ class VerifyResult:
         return cls(
             Path(data["workspace"]),
             [Check(c["name"], c["status"], c["detail"]) for c in data.get("checks", [])],
-        )
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.console import status_table
-
-        rows = [(c.name, c.status, c.detail) for c in self.checks]
-        console.print(status_table(f"onboard verify: {self.workspace}", rows))
-        n = self.counts()
-        console.print(
-            f"{n['passed']} passed, {n['failed']} failed, {n['not_checked']} not checked"
-            + ("" if self.ok else " - fix the failed checks and run `nox -s verify` again.")
         )
 
 

@@ -12,7 +12,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from onboard import git, transaction, workspace
 from onboard.cache import writable_cache_dir
@@ -137,28 +136,6 @@ def _log_path(repo: Path, ws: workspace.Workspace | None, run_stamp: str) -> Pat
     return git.git_dir(repo) / f"onboard-bisect-{run_stamp}.log"
 
 
-class _PlainText(Reporter):
-    """Forwards to a rich reporter with markup escaped: commit subjects such as
-    ``[inductor] Fix ...`` and build output are text, not rich markup."""
-
-    def __init__(self, inner: Reporter) -> None:
-        super().__init__(messages=inner.messages, verbose=inner.verbose)
-        self._inner = inner
-
-    def step(self, message: str) -> None:
-        from rich.markup import escape
-
-        self._inner.step(escape(message))
-
-    def detail(self, message: str) -> None:
-        from rich.markup import escape
-
-        self._inner.detail(escape(message))
-
-    def task(self, description: str, total: float | None = None) -> Any:
-        return self._inner.task(description, total)
-
-
 def _check(request: BisectRequest) -> Terms:
     """Refuse what cannot work before anything is looked at; the terms to bisect with."""
     if request.repeat < 1:
@@ -183,8 +160,6 @@ def run_bisect(
 ) -> BisectResult:
     """``venv_root``: where the release venvs of ``wheels`` are kept (default: the cache)."""
     reporter = reporter or Reporter()
-    if type(reporter) is not Reporter:
-        reporter = _PlainText(reporter)
     repro_path = Path(request.repro).expanduser().resolve()
     if not repro_path.is_file():
         raise BadInput(

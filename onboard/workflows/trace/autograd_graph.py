@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard import proc
 from onboard.errors import BadInput, OnboardError
@@ -21,9 +21,6 @@ from onboard.report import Reporter
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import backward_nodes, launch
 from onboard.workflows.trace.locations import Sources
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 MAX_NODES = 300
 DOT_HELP = (
@@ -89,16 +86,6 @@ class GraphResult(launch.ProgramResult):
             "dot": self.dot,
             "svg": self.svg,
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        if self.dot_only:
-            import sys
-
-            sys.stdout.write(self.dot)
-            return
-        from onboard.workflows.trace.render import render_graph
-
-        render_graph(self, console, verbose)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -237,7 +237,7 @@ class ProgramResult:
     program: Program
     torch_version: str
     commit: str | None
-    exit_code: int
+    program_exit: int  # the program's own exit status
     error: str | None
     output_tail: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -251,7 +251,7 @@ class ProgramResult:
             "program": program,
             "torch_version": str(ran.answer["torch"]["version"]),
             "commit": commit,
-            "exit_code": ran.exit_code,
+            "program_exit": ran.exit_code,
             "error": ran.error_text() if failed else None,
             "output_tail": ran.output_tail() if failed else [],
             "notes": [left_note(ran.left_running)] if ran.left_running else [],
@@ -259,16 +259,17 @@ class ProgramResult:
         }
 
     @property
-    def exit_code_for_cli(self) -> int:
-        return 0 if self.exit_code == 0 else 1
+    def exit_code(self) -> int:
+        """onboard's: 1 when the program failed (its own status is ``program_exit``)."""
+        return 0 if self.program_exit == 0 else 1
 
     def head_json(self) -> dict[str, Any]:
         return {
-            "ok": self.exit_code == 0,
+            "ok": self.program_exit == 0,
             "program": self.program.to_json(),
             "torch_version": self.torch_version,
             "commit": self.commit,
-            "program_exit": self.exit_code,
+            "program_exit": self.program_exit,
             "program_error": self.error,
             "left_running": [p.to_json() for p in self.left_running],
         }

@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard.errors import BadInput
 from onboard.report import Reporter
@@ -29,10 +29,6 @@ from onboard.workflows.trace.dispatch import AutogradKernel, parse_table
 from onboard.workflows.trace.guards import factory_guards
 from onboard.workflows.trace.locations import Sources
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
-MAX_LINES = 400  # printed tree lines; --json has the whole (folded) tree
 SLOWEST = 10
 # The allocators behind CPU and CUDA tensors, as headers the wheel ships name them.
 ALLOCATORS = {
@@ -102,11 +98,6 @@ class TraceResult(launch.ProgramResult):
             "hints": self.hints,
             "notes": self.notes,
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.workflows.trace.render import render_trace
-
-        render_trace(self, console, verbose)
 
 
 @dataclass(frozen=True, kw_only=True)
