@@ -16,20 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import headstart
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
+from onboard.workflows.harvest import collect, enrich, rank
+from onboard.workflows.harvest.collect import Scan
+from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.tags import TAGS
 from onboard.workflows.harvest.target import Target, resolve_target
-from onboard.worktree import start_tree_state
 
-# The rest of harvest is imported where it is used: a warm run starts `git status`
-# first and imports it meanwhile.
 if TYPE_CHECKING:
     from rich.console import Console
-
-    from onboard.workflows.harvest.collect import Scan
-    from onboard.workflows.harvest.rank import Item
 
 DEFAULT_LIMIT = 20
 DEFAULT_API_URL = "https://api.github.com"
@@ -37,18 +33,6 @@ DEFAULT_GITHUB_REPO = "pytorch/pytorch"
 CONTEXT_LINES = 6
 
 __all__ = ["HarvestResult", "Item", "Scan", "ShowResult", "Target", "harvest", "show"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Item":
-        from onboard.workflows.harvest.rank import Item
-
-        return Item
-    if name == "Scan":
-        from onboard.workflows.harvest.collect import Scan
-
-        return Scan
-    raise AttributeError(name)
 
 
 # --------------------------------------------------------------------------
@@ -239,8 +223,6 @@ def _filter(
                 return True
         return False
 
-    from onboard.workflows.harvest import rank
-
     out = []
     for item in items:
         if python_only and not item.python_only:
@@ -285,33 +267,14 @@ def harvest(
         raise BadInput(f"--limit {limit}: must be 0 (all) or more.")
     target = resolve_target(workspace, repo)
     cache_dir = _cache_dir(cache)
-    # `git status` first: it runs in its own process while the rest is checked,
-    # imported and read (a warm run's answer waits for it). The CLI may have
-    # started it already, before Click was imported (``headstart``).
-    ahead = headstart.take_tree_state(target.root)
-    status = None
-    if cache_dir is not None and searcher == "auto":
-        status = ahead or start_tree_state(target.root)
-    elif ahead is not None:
-        ahead.stop()
-    try:
-        _check_paths(target, paths)
-        from onboard.workflows.harvest.collect import gather
-
-        s = gather(
-            target,
-            searcher=searcher,
-            cache=cache_dir,
-            reporter=reporter,
-            status=status,
-            save_in_background=save_in_background,
-        )
-    except BaseException:
-        if status is not None:
-            status.stop()
-        raise
-    from onboard.workflows.harvest import enrich, rank
-
+    _check_paths(target, paths)
+    s = collect.gather(
+        target,
+        searcher=searcher,
+        cache=cache_dir,
+        reporter=reporter,
+        save_in_background=save_in_background,
+    )
     matched = _filter(s.items, paths=paths, modules=modules, tags=tags, python_only=python_only)
     notes: list[str] = []
     if s.changed_during_run:
@@ -532,10 +495,7 @@ def show(
         )
     target = resolve_target(workspace, repo)
     cache_dir = _cache_dir(cache)
-    from onboard.workflows.harvest import enrich, rank
-    from onboard.workflows.harvest.collect import gather
-
-    s = gather(target, searcher=searcher, cache=cache_dir, reporter=reporter)
+    s = collect.gather(target, searcher=searcher, cache=cache_dir, reporter=reporter)
     found = [i for i in s.items if i.id.startswith(want)]
     if not found:
         raise OnboardError(
