@@ -125,7 +125,8 @@ def harvest(
     """
     if ctx.invoked_subcommand is not None:
         return 0
-    from onboard.console import emit
+    from onboard.console import emit_view
+    from onboard.views import harvest as view
     from onboard.workflows.harvest import harvest as run
 
     result = run(
@@ -141,12 +142,12 @@ def harvest(
         api_url=api_url,
         searcher=searcher,
         cache=not no_cache,
-        output="markdown" if markdown else "table",
         reporter=reporter(as_json or markdown, verbose),
         # The user waits for the answer, not for the cache write.
         save_in_background=True,
     )
-    emit(result, as_json=as_json, verbose=verbose)
+    render = view.render_markdown if markdown else view.render
+    emit_view(result, render, as_json=as_json, verbose=verbose)
     return result.exit_code
 
 
@@ -172,7 +173,8 @@ def show(
     verbose: bool,
 ) -> int:
     """One harvested comment: its code around it, blame and links."""
-    from onboard.console import emit
+    from onboard.console import emit_view
+    from onboard.views import harvest as view
     from onboard.workflows.harvest import show as run
 
     # Options given before `show` (`onboard harvest --json show ID`) count too.
@@ -192,5 +194,5 @@ def show(
         cache=not parent.get("no_cache"),
         reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
+    emit_view(result, view.render_item, as_json=as_json, verbose=verbose)
     return result.exit_code

@@ -3,8 +3,8 @@
 The flow: find the tree (``target``) -> every tagged comment, ranked
 (``collect``: grep, lex, skip vendored and generated code, parse each
 comment's form, score it; cached per tree state) -> filter -> enrich what is
-shown (blame, linked issues; ``enrich``) -> a result with a rich table, JSON
-and Markdown.
+shown (blame, linked issues; ``enrich``) -> a result (``onboard/views/harvest.py``
+draws it as a table or Markdown).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
@@ -23,9 +23,6 @@ from onboard.workflows.harvest.collect import Scan
 from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.tags import TAGS
 from onboard.workflows.harvest.target import Target, resolve_target
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 DEFAULT_LIMIT = 20
 DEFAULT_API_URL = "https://api.github.com"
@@ -49,7 +46,6 @@ class HarvestResult:
     filters: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     issues: list[dict[str, Any]] | None = None  # --issues
-    output: str = "table"  # table / markdown
 
     @property
     def total(self) -> int:
@@ -97,100 +93,6 @@ class HarvestResult:
             "notes": self.notes,
             "seconds": self.scan.seconds,
         }
-
-    def markdown(self) -> str:
-        t = self.scan.target
-        s = self.summary()
-        out = ["# First tasks from TODO/FIXME comments", ""]
-        where = f"`{t.root}`"
-        if t.ws is not None:
-            where += f" (torch {t.ws.torch_version}, {t.kind} tree"
-            where += f" at {t.ws.commit[:12]})" if t.ws.commit else ")"
-        out.append(
-            f"{s['harvested']} tagged comments in {where}, found with {self.scan.searcher}; "
-            f"skipped {s['skipped_vendored']} in vendored and {s['skipped_generated']} in "
-            f"generated files. The {len(self.items)} best of {s['matched']} matching:"
-        )
-        out.append("")
-        for n, item in enumerate(self.items, 1):
-            loc = f"`{item.path}:{item.line}`"
-            if item.url:
-                loc = f"[{loc}]({item.url})"
-            out.append(f"{n}. **{_md(item.text[:200])}**  ")
-            out.append(f"   {loc} · `{item.id}` · score {item.score}")
-            for r in item.reasons:
-                out.append(f"   - {r.points:+d} {_md(r.why)}")
-            if item.blame and item.blame.get("age_days") is not None:
-                out.append(
-                    f"   - last touched {item.blame['age_days']} days ago by {item.blame['author']}"
-                )
-        if self.issues:
-            out += ["", "## Newcomer-labelled issues", ""]
-            for issue in self.issues:
-                labels = ", ".join(issue["labels"])
-                out.append(
-                    f"- [#{issue['number']} {_md(issue['title'])}]({issue['url']}) ({labels})"
-                )
-        if self.notes:
-            out += [""] + [f"> {n}" for n in self.notes]
-        return "\n".join(out) + "\n"
-
-    def render(self, console: Console, verbose: bool) -> None:
-        if self.output == "markdown":
-            console.file.write(self.markdown())
-            return
-        from rich.table import Table
-        from rich.text import Text
-
-        s = self.summary()
-        table = Table(show_lines=True, pad_edge=False, expand=False)
-        table.add_column("id", style="cyan", no_wrap=True)
-        table.add_column("score", justify="right", no_wrap=True)
-        table.add_column("task", overflow="fold")
-        for item in self.items:
-            cell = Text()
-            cell.append(f"{item.path}:{item.line}", style="bold")
-            if item.blame and item.blame.get("age_days") is not None:
-                cell.append(f"  ({item.blame['age_days']} days old)", style="dim")
-            cell.append("\n" + (item.text if verbose else _shorten(item.text, 160)))
-            reasons = item.reasons if verbose else [r for r in item.reasons if r.points]
-            why = "; ".join(f"{r.points:+d} {r.why}" for r in reasons)
-            if why:
-                cell.append("\n" + why, style="dim")
-            table.add_row(item.id, str(item.score), cell)
-        if self.items:
-            console.print(table)
-        else:
-            console.print("No tagged comment matches these filters.")
-        cached = " (result cached for this commit)" if s["cache"] == "tree" else ""
-        console.print(
-            f"{s['harvested']} tagged comments ({s['python_only']} in Python) found with "
-            f"{self.scan.searcher}{cached}; skipped {s['skipped_vendored']} in vendored code "
-            f"({s['skipped_vendored_files']} files) and {s['skipped_generated']} in generated "
-            f"files; {s['non_comment_hits']} hits were not comments. Showing {len(self.items)} "
-            f"of {s['matched']}; `onboard harvest show ID` for one."
-        )
-        if self.issues is not None:
-            if self.issues:
-                issues = Table(title="Newcomer-labelled issues", pad_edge=False)
-                issues.add_column("#", justify="right", style="cyan")
-                issues.add_column("title", overflow="fold")
-                issues.add_column("labels", overflow="fold")
-                for issue in self.issues:
-                    issues.add_row(str(issue["number"]), issue["title"], ", ".join(issue["labels"]))
-                console.print(issues)
-            elif not any(n.startswith("GitHub") for n in self.notes):
-                console.print("No open newcomer-labelled issues.")
-        for note in self.notes:
-            console.print(f"[dim]{note}[/]", markup=True)
-
-
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
-def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "'")
 
 
 def _filter(
@@ -252,7 +154,6 @@ def harvest(
     github_repo: str = DEFAULT_GITHUB_REPO,
     searcher: str = "auto",
     cache: Path | None | bool = True,
-    output: str = "table",
     reporter: Reporter | None = None,
     save_in_background: bool = False,
 ) -> HarvestResult:
@@ -333,7 +234,7 @@ def harvest(
         "python_only": python_only,
         "limit": limit,
     }
-    return HarvestResult(s, shown, len(matched), filters, notes, found_issues, output)
+    return HarvestResult(s, shown, len(matched), filters, notes, found_issues)
 
 
 def _changed_note(changed: dict[str, str]) -> str:
@@ -411,6 +312,8 @@ def _token(api_url: str) -> str | None:
 
 @dataclass
 class ShowResult:
+    """One harvested comment with the code around it, its blame and links."""
+
     item: Item
     context_start: int
     context: list[str]
@@ -432,43 +335,6 @@ class ShowResult:
             "links": self.links,
             "notes": self.notes,
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.syntax import Syntax
-
-        item = self.item
-        console.print(f"[bold]{item.id}[/]  {item.path}:{item.line}  score {item.score}")
-        for r in item.reasons:
-            console.print(f"  {r.points:+d} {r.why}", markup=False)
-        lexer_name = "python" if item.python_only else "cpp"
-        code = "\n".join(self.context)
-        console.print(
-            Syntax(
-                code,
-                lexer_name,
-                line_numbers=True,
-                start_line=self.context_start,
-                highlight_lines=set(range(item.line, item.end_line + 1)),
-                word_wrap=True,
-                theme="ansi_dark",
-            )
-        )
-        for b in self.blame:
-            if b.get("age_days") is not None:
-                console.print(
-                    f"blame: line {b['line']}: {b['commit'][:12]} {b['author']}, "
-                    f"{b['age_days']} days ago: {b['summary']}",
-                    markup=False,
-                )
-        if self.links.get("source"):
-            console.print(f"source: {self.links['source']}", markup=False)
-        for issue in self.links.get("issues", []):
-            state = (
-                f" ({issue['state']}; {', '.join(issue['labels'])})" if issue.get("state") else ""
-            )
-            console.print(f"issue: {issue['url']}{state}", markup=False)
-        for note in self.notes:
-            console.print(f"[dim]{note}[/]")
 
 
 def show(
