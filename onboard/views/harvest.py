@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from onboard.workflows.harvest import HarvestResult, ShowResult
+    from onboard.workflows.harvest.result import HarvestResult, ShowResult
 
 
 def render(result: HarvestResult, console: Console, verbose: bool) -> None:

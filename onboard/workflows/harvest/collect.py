@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import proc, worktree
-from onboard.cache import Row, Sealed, read_sealed, sha1_hex, write_sealed
+from onboard.cache import Row, Sealed, cache_dir, read_sealed, sha1_hex, write_sealed
 from onboard.report import Reporter
 from onboard.workflows.harvest import forms, rank
 from onboard.workflows.harvest.rank import Item
@@ -92,6 +92,18 @@ class Scan:
                     self.files[path].items = items
             self.items = list(self.items)
 
+    def changed_note(self) -> str | None:
+        """One line for the files that changed while harvest read the tree (None: none)."""
+        changed = self.changed_during_run
+        if not changed:
+            return None
+        shown = "; ".join(f"{path} {what}" for path, what in list(changed.items())[:5])
+        more = f"; and {len(changed) - 5} more" if len(changed) > 5 else ""
+        return (
+            f"{len(changed)} file(s) changed while harvest read the tree (a checkout or an "
+            f"edit elsewhere?): {shown}{more}. Run `onboard harvest` again for a settled tree."
+        )
+
     def _sum(self, what: Callable[[FileResult], int]) -> int:
         return sum(what(f) for f in self.files.values())
 
@@ -126,6 +138,16 @@ class Scan:
     @property
     def unterminated_files(self) -> list[str]:
         return [f.path for f in self.files.values() if f.unterminated]
+
+
+def cache_folder(cache: Path | None | bool) -> Path | None:
+    """True: the user's cache (XDG_CACHE_HOME/onboard/harvest); a path: that folder;
+    False or None: no cache."""
+    if cache is True:
+        return cache_dir("harvest")
+    if cache is False or cache is None:
+        return None
+    return Path(cache)
 
 
 def gather(
