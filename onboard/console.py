@@ -114,12 +114,6 @@ def stderr_console() -> Console:
     return _console(True, highlight=False)
 
 
-def is_unbounded(console: Console) -> bool:
-    """Whether ``console`` writes whole lines (not a terminal): renderables that fill the
-    width (a rule, a markdown heading) need a width of their own there."""
-    return console.width >= UNBOUNDED_WIDTH
-
-
 def markdown(console: Console, text: str) -> None:
     """Markdown rendered on a terminal; elsewhere its source, whose lines are whole."""
     if console.is_terminal:

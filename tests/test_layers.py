@@ -159,12 +159,10 @@ def test_workflows_never_import_click() -> None:
 
 
 def test_workflows_return_results_and_views_draw_them() -> None:
-    # harvest's result still draws itself: its view is moving to onboard/views/harvest.py.
     drawing = [
         n
         for n, p in MODULES.items()
         if n.startswith("onboard.workflows.")
-        and not n.startswith("onboard.workflows.harvest")
         and (_imports_anywhere(p, "rich") or _imports_anywhere(p, "onboard.console"))
     ]
     assert drawing == []

@@ -32,7 +32,7 @@ from onboard.errors import OnboardError
 from onboard.github import Token, find_token, web_host
 from onboard.report import Reporter
 from onboard.workflows import pr as pr_flow
-from onboard.workflows.pr import abi, draft, labels
+from onboard.workflows.pr import abi, labels
 from onboard.workflows.pr.change import owner_repo
 from onboard.workflows.pr.publish import credential_env
 
@@ -64,6 +64,17 @@ def _commit(repo: Path, files: dict[str, str], message: str) -> str:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", message)
     return _git(repo, "rev-parse", "HEAD")
+
+
+def _title_body(draft_text: str) -> tuple[str, str]:
+    """(title, body) read back from a draft's text as a person reads it: the first
+    `# ` heading, then everything up to onboard's own notes."""
+    lines = draft_text.splitlines()
+    title_i = next(i for i, ln in enumerate(lines) if ln.startswith("# "))
+    end = next((i for i, ln in enumerate(lines) if ln.startswith("## onboard notes")), len(lines))
+    body = "\n".join(lines[title_i + 1 : end]).strip()
+    body = body.removesuffix("---").strip()
+    return lines[title_i][2:].strip(), body + "\n"
 
 
 @dataclass
@@ -178,7 +189,7 @@ def test_dry_run_writes_the_draft_in_git_dir_and_shows_it(repo: Path, onboard_pr
     assert "# [nn] Add relu6 to torch.nn.functional" in result.stdout
     assert str(draft_path) in result.stdout
     assert _git(repo, "status", "--porcelain") == before
-    title, body = draft.read_title_body(text)
+    title, body = _title_body(text)
     assert title == "[nn] Add relu6 to torch.nn.functional"
     assert body.startswith("relu6 clamps to [0, 6], as in MobileNetV2.")
     assert "Fixes #12345" in body
@@ -208,7 +219,7 @@ def test_dry_run_json_has_the_documented_keys(repo: Path) -> None:
     ]
     assert data["lint"]["status"] in ("no-config", "not-installed")
     assert data["bc_warnings"] == [] and data["reminders"] == []
-    assert data["body"] == draft.read_title_body(Path(data["draft_path"]).read_text())[1]
+    assert data["body"] == _title_body(Path(data["draft_path"]).read_text())[1]
 
 
 def test_uncommitted_changes_are_reported_never_included(repo: Path, onboard_pr: Runner) -> None:
@@ -545,7 +556,7 @@ def test_open_pushes_to_the_fork_and_opens_a_draft(
     assert posts[0].path == "/repos/pytorch/pytorch/pulls"
     assert sent["draft"] is True and sent["maintainer_can_modify"] is True
     assert sent["head"] == f"{LOGIN}:fix-relu6" and sent["base"] == "main"
-    title, body = draft.read_title_body((repo / ".git" / "PR_DRAFT.md").read_text())
+    title, body = _title_body((repo / ".git" / "PR_DRAFT.md").read_text())
     assert sent["title"] == title and sent["body"] == body
     assert "Fixes #4242" in sent["body"]
     # the branch really is on the fork, at our HEAD

@@ -464,14 +464,16 @@ def test_harvest_into_a_closed_pipe_ends_quietly_with_zero(ws: Path, onboard: On
 @pytest.mark.parametrize(
     "point",
     [
-        "headstart._start:1:TERM",  # `git status` started, Click not yet imported
-        "headstart._start:1:INT",
+        "worktree.start_tree_state:1:TERM",  # `git status` started, the cache not yet read
+        "worktree.start_tree_state:1:INT",
         "worktree.PendingState.result:1:TERM:before",  # harvest about to wait for it
+        "worktree.PendingStatus.result:1:INT:before",
+        "worktree.PendingState.result:1:INT",  # git answered, the tree not yet searched
     ],
 )
-def test_harvest_interrupted_around_its_head_start(ws: Path, onboard: Onboard, point: str) -> None:
-    """The `git status` started before Click loads is stopped with the run: no process
-    left, no index.lock (git would refuse every later command in the checkout)."""
+def test_harvest_interrupted_around_its_git_status(ws: Path, onboard: Onboard, point: str) -> None:
+    """The `git status` harvest runs while it reads its cache is stopped with the run: no
+    process left, no index.lock (git would refuse every later command in the checkout)."""
     run = onboard("harvest", "--json", cwd=ws, **at(point))
     assert run.returncode == 130, run.stderr
     assert "Interrupted." in run.stderr and "Traceback" not in run.stderr

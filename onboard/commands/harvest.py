@@ -104,7 +104,8 @@ def harvest(
     """
     if ctx.invoked_subcommand is not None:
         return 0
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import harvest as view
     from onboard.workflows.harvest import harvest as run
 
     result = run(
@@ -120,13 +121,12 @@ def harvest(
         api_url=api_url,
         searcher=searcher,
         cache=not no_cache,
-        output="markdown" if markdown else "table",
         reporter=reporter(as_json or markdown, verbose),
         # The user waits for the answer, not for the cache write.
         save_in_background=True,
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    render = view.render_markdown if markdown else view.render
+    return finish(result, render, as_json, verbose)
 
 
 @harvest.command("show")
@@ -158,7 +158,8 @@ def show(
       onboard harvest show "$(onboard harvest --json | jq -r '.items[0].id')"
       onboard harvest show "$(onboard harvest --json | jq -r '.items[0].id')" --offline
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import harvest as view
     from onboard.workflows.harvest import show as run
 
     # Options given before `show` (`onboard harvest --json show ID`) count too.
@@ -178,5 +179,4 @@ def show(
         cache=not parent.get("no_cache"),
         reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render_item, as_json, verbose)
