@@ -574,7 +574,7 @@ def bisect_start(
     term_new: str | None = None,
 ) -> proc.Result:
     """``git bisect start``; without bounds it waits for them (marked one by one later)."""
-    args = _bisect("start")
+    args = ["bisect", "start"]
     if term_old and term_new:
         args += [f"--term-old={term_old}", f"--term-new={term_new}"]
     if first_parent:
@@ -585,54 +585,15 @@ def bisect_start(
 
 def bisect_mark(repo: str | os.PathLike[str], term: str, rev: str | None = None) -> proc.Result:
     """``git bisect <term> [rev]``: the answer (next commit, or the result) is in stdout."""
-    helper = _bisect_state_helper()
-    args = ["bisect--helper", helper, term] if helper else ["bisect", term]
-    return git(repo, *args, *([rev] if rev else []), check=False, timeout=None)
-
-
-_HELPER_STATE = re.compile(r'git bisect--helper (--bisect-state|state) "\$cmd" "\$@"')
-_HELPER_ANY = 'git bisect--helper "$cmd" "$@"'
-_SCRIPT: list[str] = []
-
-
-def _bisect_script() -> str:
-    """The text of ``git bisect`` when it is still the shell script of git <= 2.40
-    (git-bisect.sh), else ''. The script only dispatches to ``git bisect--helper``:
-    calling the helper as it would saves a shell and the script's own git calls
-    (~30 ms a call)."""
-    if not _SCRIPT:
-        text = ""
-        try:
-            script = Path(out(None, "--exec-path")) / "git-bisect"
-            with script.open("rb") as fh:
-                head = fh.read(16384)
-            if head.startswith(b"#!"):
-                text = head.decode("utf-8", "replace")
-        except (OSError, OnboardError):
-            text = ""
-        _SCRIPT.append(text)
-    return _SCRIPT[0]
-
-
-def _bisect_state_helper() -> str | None:
-    """The ``bisect--helper`` subcommand ``git bisect good|bad|skip`` runs (None: call
-    ``git bisect``)."""
-    mo = _HELPER_STATE.search(_bisect_script())
-    return mo.group(1) if mo else None
-
-
-def _bisect(cmd: str) -> list[str]:
-    """``git bisect CMD`` (start, log, reset), through the helper when the script
-    passes CMD on to it unchanged."""
-    return ["bisect--helper", cmd] if _HELPER_ANY in _bisect_script() else ["bisect", cmd]
+    return git(repo, "bisect", term, *([rev] if rev else []), check=False, timeout=None)
 
 
 def bisect_log(repo: str | os.PathLike[str]) -> str:
-    return git(repo, *_bisect("log"), check=False).stdout
+    return git(repo, "bisect", "log", check=False).stdout
 
 
 def bisect_reset(repo: str | os.PathLike[str], target: str) -> proc.Result:
-    return git(repo, *_bisect("reset"), target, check=False, timeout=None)
+    return git(repo, "bisect", "reset", target, check=False, timeout=None)
 
 
 def checkout_quiet(repo: str | os.PathLike[str], target: str, *, detach: bool = False) -> None:

@@ -151,14 +151,17 @@ class CommitBisector:
         so an edit of a tracked file now is the repro's: it is undone before the next
         commit is checked out, or it would be tested along with that commit."""
         with self.guard.critical():
-            where = git.head_sha(self.repo) or "HEAD"
             if not git.tree_matches_head(self.repo):
-                self.guard.set_aside_changes(where[:12])
+                self.guard.set_aside_changes(self._head())
             answer = git.bisect_mark(self.repo, term)
             if not answer.ok and _LOCAL_CHANGES in answer.stderr:
-                self.guard.set_aside_changes(where[:12])
+                self.guard.set_aside_changes(self._head())
                 answer = git.bisect_mark(self.repo, term)
         return self._answer_text(answer)
+
+    def _head(self) -> str:
+        """HEAD's short sha, which names what is set aside (asked only then)."""
+        return (git.head_sha(self.repo) or "HEAD")[:12]
 
     # -- the whole run ----------------------------------------------------
 
