@@ -161,10 +161,6 @@ def refresh_index(repo: str | os.PathLike[str]) -> None:
     git(repo, "update-index", "-q", "--refresh", check=False)
 
 
-def is_dirty(repo: str | os.PathLike[str], *, untracked: bool = False) -> bool:
-    return bool(status_porcelain(repo, untracked=untracked))
-
-
 def rev_parse(repo: str | os.PathLike[str], rev: str) -> str | None:
     result = git(repo, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
     return result.stdout.strip() or None
@@ -356,10 +352,6 @@ def is_shallow(repo: str | os.PathLike[str]) -> bool:
     return out(repo, "rev-parse", "--is-shallow-repository") == "true"
 
 
-def commit_count(repo: str | os.PathLike[str], rev: str = "HEAD") -> int:
-    return int(out(repo, "rev-list", "--count", rev))
-
-
 def add_exclude(repo: str | os.PathLike[str], pattern: str) -> bool:
     """Add a line to ``.git/info/exclude`` (local, never committed); True if added."""
     rel = out(repo, "rev-parse", "--git-path", "info/exclude")
@@ -523,13 +515,6 @@ def _stream_collect(
 
 
 # --- bisect ---
-
-
-def git_path(repo: str | os.PathLike[str], name: str) -> Path:
-    """Where git keeps ``name`` (``BISECT_START``, ``index.lock``) for this worktree."""
-    rel = out(repo, "rev-parse", "--git-path", name)
-    path = Path(rel)
-    return path if path.is_absolute() else Path(repo) / path
 
 
 def git_dir(repo: str | os.PathLike[str]) -> Path:
@@ -708,16 +693,6 @@ def blame_porcelain(
         args += ["-L", f"{start},{end}"]
     args += ["--", path]
     return git(repo, *args, timeout=timeout, what=f"`git blame` of {path}").stdout
-
-
-def status_v2(
-    repo: str | os.PathLike[str], *, timeout: float = 120
-) -> tuple[str | None, list[str]] | None:
-    """(HEAD sha, changed or untracked paths) from ``git status --porcelain=v2 -z``
-    (``onboard.worktree``, where it can start before the rest of a command loads)."""
-    from onboard.worktree import start_status_v2
-
-    return start_status_v2(repo, timeout=timeout).result()
 
 
 # --- transactions (onboard/transaction.py) ---

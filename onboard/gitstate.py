@@ -116,11 +116,6 @@ def blob_of_file(repo: PathLike, path: Path, *, as_path: str) -> str | None:
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
-def blob_at(repo: PathLike, rev: str, path: str) -> str | None:
-    result = git.git(repo, "rev-parse", "-q", "--verify", f"{rev}:{path}", check=False)
-    return (result.stdout.strip() or None) if result.returncode == 0 else None
-
-
 def index_blobs(repo: PathLike, paths: list[str]) -> dict[str, str]:
     """path -> the blob the index holds for it (stage 0)."""
     if not paths:
