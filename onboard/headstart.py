@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from onboard.worktree import PendingState
+    from onboard.git.status import PendingState
 
 # harvest's options that change which tree it reads or whether it reads its
 # cache (and so whether it asks `git status` at all); `show` reads the cache
@@ -52,9 +52,9 @@ def _start(args: list[str]) -> None:
     root = _harvest_root(args)
     if root is None:
         return
-    from onboard.worktree import start_tree_state
+    from onboard import git
 
-    _started[root] = start_tree_state(root)
+    _started[root] = git.status.start_tree_state(root)
 
 
 def _harvest_root(args: list[str]) -> Path | None:

@@ -234,7 +234,6 @@ def test_sealed_files_hold_what_was_written_and_nothing_else(tmp_path: Path) -> 
 
 def test_status_lists_the_files_of_untracked_folders_as_git_does(tmp_path: Path) -> None:
     from onboard import git
-    from onboard.worktree import start_status_v2
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -255,10 +254,10 @@ def test_status_lists_the_files_of_untracked_folders_as_git_does(tmp_path: Path)
     (repo / "o" / "e.py").write_text("")
     (repo / "build").mkdir()
     (repo / "build" / "gen.py").write_text("")
-    found = start_status_v2(repo).result()
+    found = git.status.start_status_v2(repo).result()
     assert found is not None
     head, paths = found
-    assert head == git.head_sha(repo)
+    assert head == git.refs.head_sha(repo)
     everything = proc.run(
         ["git", "-C", str(repo), "status", "--porcelain=v2", "-z", "--untracked-files=all"]
     ).stdout

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import headstart
+from onboard import git, headstart
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.harvest.tags import TAGS
 from onboard.workflows.harvest.target import Target, resolve_target
-from onboard.worktree import start_tree_state
 
 # The rest of harvest is imported where it is used: a warm run starts `git status`
 # first and imports it meanwhile.
@@ -291,7 +290,7 @@ def harvest(
     ahead = headstart.take_tree_state(target.root)
     status = None
     if cache_dir is not None and searcher == "auto":
-        status = ahead or start_tree_state(target.root)
+        status = ahead or git.status.start_tree_state(target.root)
     elif ahead is not None:
         ahead.stop()
     try:
@@ -578,7 +577,7 @@ def show(
             from onboard import git
 
             try:
-                porcelain = git.blame_porcelain(
+                porcelain = git.blame.blame_porcelain(
                     target.root, item.path, [(item.line, item.end_line)]
                 )
                 now = time.time()

@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import proc
+from onboard import git, proc
 from onboard.cache import Row, Sealed, read_sealed, sha1_hex, write_sealed
+from onboard.git.status import PendingState, TreeState
 from onboard.report import Reporter
 from onboard.workflows.harvest import forms, rank
 from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.stored import Counts, StoredItems, counts_of
 from onboard.workflows.harvest.tags import language
 from onboard.workflows.harvest.target import Target
-from onboard.worktree import PendingState, TreeState, start_tree_state
 
 # scan (the grep and the lexer) is imported where the tree is searched: a warm
 # run reads the whole result from the cache and needs none of it.
@@ -140,7 +140,7 @@ def gather(
     """Every harvested comment of the tree, ranked (from the cache when it holds).
 
     ``status``: the tree's state with its `git status` already running
-    (``worktree.start_tree_state``, called before this module was imported, or
+    (``git.status.start_tree_state``, called before this module was imported, or
     before Click by ``headstart``), so that git and the imports overlap.
     ``save_in_background``: a changed result is written to the cache by a detached
     copy of this process once this run has answered (``proc.detach_after_run``).
@@ -157,7 +157,7 @@ def gather(
     state: TreeState | None = None
     if cache is not None and searcher == "auto":  # an explicit --searcher means: run that one
         # `git status` runs in its own process while the stored result is read.
-        pending = status or start_tree_state(target.root)
+        pending = status or git.status.start_tree_state(target.root)
         sealed = read_sealed(_cache_file(target, cache), HEADER_SHAPE)
         # Read before `git status` answers (the usual case is a hit, and the
         # two overlap); whether it is of this HEAD is checked after.
