@@ -22,7 +22,7 @@ import pytest
 from fixtures.user_state import UserState, git
 
 from onboard import cache, files, lock, proc, signals, transaction
-from onboard.errors import BadInput, OnboardError
+from onboard.errors import BadInput, OnboardError, ProcTimeout
 from onboard.report import Reporter
 
 
@@ -330,7 +330,7 @@ def test_a_stopped_child_takes_its_escaped_descendants_along() -> None:
     # onboard would wait the grandchild's 600 s.
     with proc.reaping():
         token = os.environ[proc.RUN_ENV]
-        with pytest.raises(proc.ProcTimeout):
+        with pytest.raises(ProcTimeout):
             proc.run([sys.executable, "-c", _ESCAPE, "hang"], timeout=3)
         assert proc.marked(token) == []
 
