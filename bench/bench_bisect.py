@@ -8,7 +8,11 @@ messages, every 5th commit touching C++), it prints:
   bisects of each kind, alternating (everything onboard
   does: pre-flight checkouts, one `git bisect` per step, the restore at the
   end), against the same figure for plain `git bisect run` on the same
-  history in the same process (target: <= 1.5x).
+  history in the same process (target: <= 1.5x). onboard marks each step with
+  `git bisect good|bad|skip`, as documented; where `git bisect` is still a
+  shell script (git <= 2.40), each mark pays that script's start-up, which
+  `git bisect run` pays once: the line also gives that start-up, measured
+  here, and the ratio without it (what git >= 2.41, a builtin, would see).
 
 Run: python bench/bench_bisect.py [--runs N]
 """
@@ -79,6 +83,26 @@ def plain_git_bisect_run(
     return wall, len(spans), sum(spans)
 
 
+def script_startup(repo: Path, samples: int = 7) -> float:
+    """Seconds `git bisect` spends before it does anything, beyond one git process:
+    0 where it is a builtin (git >= 2.41), its shell script's start-up before."""
+    exec_path = Path(_git(repo, "--exec-path").stdout.strip())
+    script = exec_path / "git-bisect"
+    if not script.is_file() or not script.read_bytes().startswith(b"#!"):
+        return 0.0
+
+    def median(*args: str) -> float:
+        spans = []
+        for _ in range(samples):
+            start = time.perf_counter()
+            _git(repo, *args)
+            spans.append(time.perf_counter() - start)
+        return statistics.median(spans)
+
+    # `git bisect log` outside a bisect: the script starts, then its one git call says no.
+    return max(0.0, median("bisect", "log") - median("rev-parse", "HEAD"))
+
+
 def one(size: int, work: Path, runs: int) -> None:
     regression_at = (size * 2) // 3 + 1
     info = build_pytorch_repo(
@@ -108,6 +132,7 @@ def one(size: int, work: Path, runs: int) -> None:
         git_overheads.append((git_wall - git_repro_s) / max(git_runs, 1))
     overhead = statistics.median(overheads)
     git_overhead = statistics.median(git_overheads)
+    script = script_startup(info.path)
 
     target = math.ceil(math.log2(size)) + 2
     print(
@@ -122,6 +147,11 @@ def one(size: int, work: Path, runs: int) -> None:
         f"`git bisect run` {git_overhead * 1000:.0f} ms; repro itself {mean_repro * 1000:.0f} ms; "
         f"target <= 1.5: {'met' if overhead / git_overhead <= 1.5 else 'MISSED'})"
     )
+    if script:
+        print(
+            f"N={size}: of which `git bisect`'s shell script (git <= 2.40) at each mark: "
+            f"{script * 1000:.0f} ms; without it: ratio {(overhead - script) / git_overhead:.2f}"
+        )
 
 
 def main() -> None:

@@ -76,7 +76,7 @@ class LineReporter(Reporter):
         except BrokenPipeError:
             # Not raised into the worker thread reporting: the run is stopped instead,
             # like an interrupt (``outputs``).
-            from onboard import outputs
+            from onboard.proc import outputs
 
             self.output_gone = True
             outputs.gone()

@@ -86,8 +86,9 @@ def _plan_by_hand(session: nox.Session, posargs: list[str]) -> dict[str, Any]:
 def build(session: nox.Session) -> None:
     """Build the checkout: pip install --no-build-isolation -v -e . (`onboard build --dry-run`
     explains the plan)."""
-    from onboard import outputs, transaction
+    from onboard import transaction
     from onboard.errors import OnboardError
+    from onboard.proc import outputs
 
     try:
         # A build whose output has no reader any more (`onboard build` killed) stops.

@@ -23,9 +23,10 @@ __all__ += ["build"]
 @nox.session(python=False, name="verify")
 def verify(session: nox.Session) -> None:
     """Check the workspace: checkout commit, IDE/debugger files, prefix mapping, ..."""
-    from onboard import outputs, transaction, workspace
+    from onboard import transaction, workspace
     from onboard.console import stdout_console
     from onboard.errors import OnboardError
+    from onboard.proc import outputs
     from onboard.report import LineReporter
     from onboard.views import verify as view
     from onboard.workflows.verify import run_checks, write_report

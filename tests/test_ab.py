@@ -121,7 +121,7 @@ def test_a_python_only_change_between_two_commits_is_slower_with_its_interval(
     assert data["rounds"] == 3 and data["script_metrics"] is True
     assert {m["name"] for m in data["metrics"]} >= {"wall_s", "peak_rss_mb", "work_ms"}
     # The temporary worktrees are gone, and nothing was written into the checkout.
-    assert git.worktrees(ws.checkout_path) == [ws.checkout_path]
+    assert git.worktree.list_all(ws.checkout_path) == [ws.checkout_path]
     assert not list((ws.root / ".onboard" / "ab").iterdir())
     assert not list(ws.checkout_path.rglob("__pycache__"))
 
@@ -211,7 +211,7 @@ def test_bad_sides_are_refused(
         compare(script, ws=ws, python=sys.executable, b=spec, rounds=1)
     for word in words:
         assert word in info.value.paragraph()
-    assert git.worktrees(ws.checkout_path) == [ws.checkout_path]
+    assert git.worktree.list_all(ws.checkout_path) == [ws.checkout_path]
 
 
 def test_an_interpreter_without_torch_is_refused(
@@ -322,11 +322,11 @@ def test_sigterm_removes_the_temporary_worktrees(ws: workspace.Workspace, tmp_pa
         started.line("the program running in a temporary worktree", process=proc)
     finally:
         started.close()
-    assert len(git.worktrees(ws.checkout_path)) == 2
+    assert len(git.worktree.list_all(ws.checkout_path)) == 2
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert git.worktrees(ws.checkout_path) == [ws.checkout_path]
+    assert git.worktree.list_all(ws.checkout_path) == [ws.checkout_path]
     assert not list((ws.root / ".onboard" / "ab").iterdir())
 
 

@@ -102,4 +102,4 @@ def test_the_next_ab_removes_it_and_says_so(
     assert _registered(ws.checkout_path) == [ws.checkout_path]
     assert not killed_ab.exists()
     assert any(str(killed_ab) in note for note in result.notes)
-    assert git.worktrees(ws.checkout_path) == [ws.checkout_path]
+    assert git.worktree.list_all(ws.checkout_path) == [ws.checkout_path]

@@ -939,7 +939,7 @@ def test_submodule_sync_gives_up_on_a_remote_that_never_answers(tmp_path: Path) 
         git("update-index", "--add", "--cacheinfo", f"160000,{'ab' * 20},third_party/pybind11",
             cwd=repo)  # fmt: skip
         git("commit", "-q", "-m", "pin pybind11", cwd=repo)
-        result = git_mod.submodule_sync(repo, idle_timeout=1)
+        result = git_mod.remote.submodule_sync(repo, idle_timeout=1)
         accepted = silent.accepted
     assert accepted >= 1
     assert not result.ok and result.returncode == 124

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.events import Holders, gone
@@ -74,6 +76,57 @@ def test_background_work_yields_the_cores_it_and_its_children() -> None:
     with pytest.raises(OnboardError) as info:  # still its own error, not nice's exit 127
         proc.run(["onboard-no-such-tool-xyz"], background=True)
     assert "was not found on PATH" in info.value.paragraph()
+
+
+def _environment_of(start: Any, fifo: Path) -> tuple[Any, list[str]]:
+    """A child started by ``start(argv)`` and the environment it has once it runs (it
+    writes it to ``fifo``, which our read waits on)."""
+    os.mkfifo(fifo)
+    child = start(["sh", "-c", f"env > {shlex.quote(str(fifo))}; exec sleep 300"])
+    with open(fifo, encoding="utf-8") as fh:
+        return child, fh.read().splitlines()
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a released child is reaped only later)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def test_every_kind_of_child_carries_the_runs_token(tmp_path: Path) -> None:
+    with proc.reaping():
+        token = f"{proc.RUN_ENV}={os.environ[proc.RUN_ENV]}"
+        own = set()
+        started = []
+        for name, start in (("run", proc.start), ("child", proc.Child), ("own", proc.Passthrough)):
+            child, env = _environment_of(start, tmp_path / name)
+            started.append(child)
+            assert token in env, name
+            # and a token of its own, which stopping it follows to what left its group
+            own |= {e for e in env if e.startswith("ONBOARD_CHILD=")}
+        assert len(own) == 3
+        running, child, passthrough = started
+        child.stop()
+        passthrough.stop()
+    assert gone(running.pid)  # the end of the run stopped it
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads Linux's /proc")
+def test_a_released_child_works_on_after_a_normal_end_not_an_interrupted_one() -> None:
+    with proc.reaping() as reaper:
+        kept = proc.Child(["sh", "-c", "sleep 300 & wait"])
+        kept.release()
+        reaper.finished = True
+    assert _running(kept.pid)
+    with pytest.raises(KeyboardInterrupt), proc.reaping():
+        stopped = proc.Child(["sleep", "300"])
+        stopped.release()
+        raise KeyboardInterrupt
+    assert gone(stopped.pid)
+    os.killpg(kept.pid, signal.SIGKILL)
 
 
 def test_stream_reports_signal_death_shell_style(tmp_path: Path) -> None:
@@ -250,10 +303,10 @@ def test_status_lists_the_files_of_untracked_folders_as_git_does(tmp_path: Path)
     (repo / "o" / "e.py").write_text("")
     (repo / "build").mkdir()
     (repo / "build" / "gen.py").write_text("")
-    found = git.status_v2(repo)
+    found = git.status.start_status_v2(repo).result()
     assert found is not None
     head, paths = found
-    assert head == git.head_sha(repo)
+    assert head == git.refs.head_sha(repo)
     everything = proc.run(
         ["git", "-C", str(repo), "status", "--porcelain=v2", "-z", "--untracked-files=all"]
     ).stdout

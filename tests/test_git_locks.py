@@ -15,7 +15,6 @@ import pytest
 
 from onboard import git
 from onboard.errors import OnboardError
-from onboard.worktree import start_tree_state
 
 
 def _git(repo: Path, *args: str, **kwargs: object) -> str:
@@ -48,10 +47,9 @@ def test_reading_git_state_never_rewrites_the_index(repo: Path) -> None:
     for name in ("a.py", "b.py"):
         os.utime(repo / name, ns=(time.time_ns() + 5_000_000_000,) * 2)
     before = _index_identity(repo)
-    assert git.status_porcelain(repo) == []
-    assert not git.is_dirty(repo)
-    assert git.changes_since(repo, git.head_sha(repo) or "") == {}
-    state = start_tree_state(repo).result()
+    assert git.status.status_porcelain(repo) == []
+    assert git.status.changes_since(repo, git.refs.head_sha(repo) or "") == {}
+    state = git.status.start_tree_state(repo).result()
     assert state is not None and state.changed == {}
     assert _index_identity(repo) == before
     # the same state read by git itself, with optional locks, does rewrite it (the check
@@ -65,7 +63,7 @@ def test_a_stale_lock_is_named_with_the_command_that_removes_it(repo: Path) -> N
     lock.write_text("")
     (repo / "a.py").write_text("# changed\n", encoding="utf-8")
     with pytest.raises(OnboardError) as exc:
-        git.stage_paths(repo, ["a.py"])
+        git.history.stage_paths(repo, ["a.py"])
     err = exc.value
     assert str(lock) in err.message
     assert "no git process" in (err.next_step or "").lower()
@@ -73,7 +71,7 @@ def test_a_stale_lock_is_named_with_the_command_that_removes_it(repo: Path) -> N
     assert removal in (err.next_step or "")
     subprocess.run(shlex.split(removal), check=True)  # runnable as printed (a space in it)
     assert not lock.exists()
-    git.stage_paths(repo, ["a.py"])  # and then the command works
+    git.history.stage_paths(repo, ["a.py"])  # and then the command works
 
 
 @pytest.fixture
@@ -103,11 +101,11 @@ def test_a_held_lock_names_the_git_process_holding_it(
     lock = repo / ".git" / "index.lock"
     (repo / "b.py").write_text("# changed\n", encoding="utf-8")
     with pytest.raises(OnboardError) as exc:
-        git.stage_paths(repo, ["b.py"])
+        git.history.stage_paths(repo, ["b.py"])
     err = exc.value
     assert str(lock) in err.message
     assert f"pid {committing.pid}" in err.message and "git" in err.message
     assert "wait" in (err.next_step or "").lower()
     assert "rm " not in (err.next_step or "")  # never remove a lock a live git holds
     # reading state meanwhile works, and takes nothing from the commit
-    assert git.status_porcelain(repo, untracked=False) != []
+    assert git.status.status_porcelain(repo, untracked=False) != []

@@ -749,8 +749,8 @@ def test_history_is_kept_per_head_and_follows_the_shallow_marker(
     head = _git(clone, "rev-parse", "HEAD")
     cache = tmp_path / "c"
     asked: list[tuple[Any, ...]] = []
-    real = git.git
-    monkeypatch.setattr(git, "git", lambda *a, **k: asked.append(a) or real(*a, **k))
+    real = git.core.git
+    monkeypatch.setattr(git.core, "git", lambda *a, **k: asked.append(a) or real(*a, **k))
 
     shallow = enrich.history(clone, is_reference=False, head=head, cache=cache)
     assert (shallow.commit, shallow.commits, shallow.shallow) == (head, 1, True)

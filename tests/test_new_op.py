@@ -488,7 +488,7 @@ def test_ctrl_c_during_the_commit_rolls_back_too(
     def interrupted(*args: object, **kwargs: object) -> str:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(apply.git, "commit_index", interrupted)
+    monkeypatch.setattr(apply.git.history, "commit_index", interrupted)
     with pytest.raises(KeyboardInterrupt):
         scaffold(ws, "my_frac")
     assert snapshot(ws.checkout_path) == before

@@ -31,7 +31,7 @@ KILLED_AT = {
     # three of the scaffold's files written on onboard's branch, nothing committed
     "dirty": "workflows.newop.apply._write_file:3:KILL",
     # the scaffold committed on onboard's branch; the run had not finished
-    "committed": "git.update_ref:1:KILL",
+    "committed": "git.refs.update_ref:1:KILL",
 }
 
 
@@ -278,7 +278,7 @@ def test_no_writer_starts_inside_the_users_own_operation(
 
 
 @pytest.mark.parametrize(
-    "point", ["workflows.newop.apply._write_file:2:HUP", "git.update_ref:1:QUIT"]
+    "point", ["workflows.newop.apply._write_file:2:HUP", "git.refs.update_ref:1:QUIT"]
 )
 def test_a_closed_terminal_rolls_new_op_back(ws: Path, onboard: Onboard, point: str) -> None:
     repo = ws / "pytorch"
@@ -403,7 +403,7 @@ def test_recover_removes_the_worktree_of_an_ab_killed_outright(
         "commit:HEAD",
         "--workspace",
         str(ws),
-        **at("git.worktree_add:1:KILL"),
+        **at("git.worktree.add:1:KILL"),
     )
     assert run.returncode == -signal.SIGKILL, run.stderr
     listed = git(repo, "worktree", "list", "--porcelain")

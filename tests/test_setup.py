@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 import pytest
+from fixtures.pytorch_repo import git as git_cmd
 from opsource_helpers import installed_commit, installed_version
 
 from onboard import git, ide, torchenv, workspace
@@ -135,16 +136,16 @@ def test_reference_tree_headers_have_the_binarys_line_numbers(
 
 def test_reference_tree_is_one_clean_commit(wheel_ws: Path, probed: torchenv.TorchEnv) -> None:
     tree = wheel_ws / "pytorch"
-    assert git.commit_count(tree) == 1
-    assert git.status_porcelain(tree) == []  # .vscode is excluded, nothing else changed
-    message = git.commit_message(tree)
+    assert int(git_cmd("-C", tree, "rev-list", "--count", "HEAD")) == 1
+    assert git.status.status_porcelain(tree) == []  # .vscode is excluded, nothing else changed
+    message = git.history.commit_message(tree)
     found = reference_tree.trailers(message)
     assert found["Onboard-Torch-Version"] == installed_version()
     assert found["Onboard-Torch-Commit"] == installed_commit()
     assert "pybind11" in found["Onboard-Vendored-Includes"]
-    author = git.out(tree, "log", "-1", "--format=%an <%ae> %at")
+    author = git.core.out(tree, "log", "-1", "--format=%an <%ae> %at")
     assert author == "onboard <onboard@localhost> 946684800"
-    tracked = git.out(tree, "ls-files").splitlines()
+    tracked = git.core.out(tree, "ls-files").splitlines()
     # No kernels: a wheel ships headers and codegen templates, not ATen's .cpp/.cu.
     assert not [
         p for p in tracked if p.startswith("aten/src/ATen/native/") and p.endswith((".cpp", ".cu"))
@@ -252,7 +253,7 @@ def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
     #    with backups of what was there); the tree itself is kept.
     result = setup(copy, from_wheel=True)
     assert result.state == "unchanged"
-    assert git.head_sha(copy / "pytorch") == git.head_sha(wheel_ws / "pytorch")
+    assert git.refs.head_sha(copy / "pytorch") == git.refs.head_sha(wheel_ws / "pytorch")
     backups = sorted((copy / "pytorch/.vscode").glob("*.onboard-backup*"))
     again = setup(copy, from_wheel=True)
     assert again.state == "unchanged"
@@ -269,20 +270,20 @@ def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
     assert action.backup.read_text() == USER_LAUNCH
     names = [c["name"] for c in json.loads(launch.read_text())["configurations"]]
     assert names == ["My script", ide.DEBUGPY_NAME, ide.CPPDBG_NAME]
-    assert git.status_porcelain(copy / "pytorch") == []  # backups stay out of git status
+    assert git.status.status_porcelain(copy / "pytorch") == []  # backups stay out of git status
 
     # 3. The user's own commit on `reference` and a dirty tree: torch did not change,
     #    so nothing is rebuilt and nothing of theirs is touched (exit 0).
     edited = copy / "pytorch/torch/nn/functional.py"
     edited.write_text(edited.read_text() + "\n# my change\n")
-    onboards = git.head_sha(copy / "pytorch")
-    git.git(copy / "pytorch", "commit", "-q", "--amend", "--allow-empty", "-m", "mine")
-    mine = git.head_sha(copy / "pytorch")
+    onboards = git.refs.head_sha(copy / "pytorch")
+    git.core.git(copy / "pytorch", "commit", "-q", "--amend", "--allow-empty", "-m", "mine")
+    mine = git.refs.head_sha(copy / "pytorch")
     again = setup(copy, from_wheel=True)
     assert again.state == "unchanged" and again.ok
     assert again.reference is not None and again.reference["commit"] == onboards
     assert any("your work, left as it is" in n for n in again.notes)
-    assert git.head_sha(copy / "pytorch") == mine
+    assert git.refs.head_sha(copy / "pytorch") == mine
     assert edited.read_text().endswith("# my change\n")
 
 
@@ -295,7 +296,7 @@ def test_rerun_rebuilds_a_missing_reference_tree(
     shutil.copy2(wheel_ws / "onboard.json", copy / "onboard.json")
     result = setup(copy, from_wheel=True)
     assert result.state == "resumed"
-    assert git.head_sha(copy / "pytorch") == git.head_sha(wheel_ws / "pytorch")
+    assert git.refs.head_sha(copy / "pytorch") == git.refs.head_sha(wheel_ws / "pytorch")
     assert not [p for p in copy.iterdir() if "partial" in p.name]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fixtures.git_server import GitDaemon, SilentServer, closed_port_url
 from fixtures.pytorch_repo import RepoInfo
+from fixtures.pytorch_repo import git as git_cmd
 
 from onboard import git, ide, torchenv, workspace
 from onboard.crash import run_cli
@@ -49,12 +50,12 @@ def test_depth_one_checkout_at_sha_with_ide_files(
     result = setup(tmp_path / "ws", remote=url, commit=sha, reporter=reporter)
     checkout = tmp_path / "ws" / "pytorch"
     assert result.state == "created" and result.ok
-    assert git.head_sha(checkout) == sha
-    assert git.commit_count(checkout) == 1
+    assert git.refs.head_sha(checkout) == sha
+    assert int(git_cmd("-C", checkout, "rev-list", "--count", "HEAD")) == 1
     assert (checkout / ".git" / "shallow").is_file()
-    assert git.current_branch(checkout) is None  # detached
-    assert git.status_porcelain(checkout) == []
-    assert git.remote_url(checkout) == url
+    assert git.refs.current_branch(checkout) is None  # detached
+    assert git.status.status_porcelain(checkout) == []
+    assert git.remote.remote_url(checkout) == url
     assert (checkout / "aten/src/ATen/native/native_functions.yaml").is_file()
     # Progress went through the reporter; the fetch counted objects.
     assert any(m.startswith(f"fetching {sha[:12]} from {url}") for m in reporter.messages)
@@ -91,7 +92,7 @@ def test_local_path_remote_and_reference(served: tuple[RepoInfo, str], tmp_path:
     checkout = tmp_path / "ws/pytorch"
     alternates = (checkout / ".git/objects/info/alternates").read_text()
     assert str(repo.path / ".git" / "objects") in alternates
-    assert git.head_sha(checkout) == sha
+    assert git.refs.head_sha(checkout) == sha
     assert any("--reference" in n for n in result.notes)
 
 
@@ -141,14 +142,14 @@ def test_rerun_resumes_and_moves_a_clean_checkout(
     assert all(f.action == "unchanged" for f in same.ide_files)
     moved = setup(dest, remote=url, commit=repo.commits[12])
     assert moved.state == "resumed"
-    assert git.head_sha(dest / "pytorch") == repo.commits[12]
+    assert git.refs.head_sha(dest / "pytorch") == repo.commits[12]
     assert workspace.load(dest).commit == repo.commits[12]
     # An interrupted first run (checkout gone) is made again.
     import shutil
 
     shutil.rmtree(dest / "pytorch")
     again = setup(dest, remote=url, commit=repo.commits[12])
-    assert again.state == "resumed" and git.head_sha(dest / "pytorch") == repo.commits[12]
+    assert again.state == "resumed" and git.refs.head_sha(dest / "pytorch") == repo.commits[12]
     assert (dest / "pytorch/.vscode/launch.json").is_file()
 
 
@@ -162,13 +163,13 @@ def test_dirty_checkout_is_never_touched(served: tuple[RepoInfo, str], tmp_path:
     again = setup(dest, remote=url, commit=repo.commits[12])
     # The new commit is fetched and tagged; HEAD and the user's files stay.
     assert again.ok and again.commit == repo.commits[12]
-    assert git.head_sha(dest / "pytorch") == repo.commits[3]
+    assert git.refs.head_sha(dest / "pytorch") == repo.commits[3]
     assert edited.read_text() == "# my work in progress\n"
     assert (dest / "pytorch/my_notes.txt").read_text() == "untracked, also mine\n"
     note = next(n for n in again.notes if "HEAD stays" in n)
     tag = f"onboard/commit-{repo.commits[12][:12]}"
     assert "uncommitted changes" in note and f"checkout --detach {tag}" in note
-    assert git.rev_parse(dest / "pytorch", tag) == repo.commits[12]
+    assert git.refs.rev_parse(dest / "pytorch", tag) == repo.commits[12]
 
 
 def test_switching_kind_is_refused(served: tuple[RepoInfo, str], tmp_path: Path) -> None:
@@ -191,9 +192,11 @@ def test_nightly_follows_the_main_sha_in_the_subject(
     main_sha = pytorch_repo.commits[7]
     # A nightly-branch commit whose subject names the main commit (tools/nightly.py's format).
     work = pytorch_repo.path
-    git.git(work, "checkout", "-q", "-b", "nightly", main_sha)
-    git.git(work, "commit", "-q", "--allow-empty", "-m", f"2025-01-02 nightly release ({main_sha})")
-    nightly_sha = git.head_sha(work)
+    git.core.git(work, "checkout", "-q", "-b", "nightly", main_sha)
+    git.core.git(
+        work, "commit", "-q", "--allow-empty", "-m", f"2025-01-02 nightly release ({main_sha})"
+    )
+    nightly_sha = git.refs.head_sha(work)
     assert nightly_sha
     url = git_daemon.serve(work, "repo")
     assert probed.torch is not None
@@ -209,7 +212,7 @@ def test_nightly_follows_the_main_sha_in_the_subject(
     result = setup(tmp_path / "ws", remote=url)
     assert result.commit_kind == "nightly"
     assert result.head == main_sha
-    assert git.head_sha(tmp_path / "ws/pytorch") == main_sha
+    assert git.refs.head_sha(tmp_path / "ws/pytorch") == main_sha
     assert any(nightly_sha[:12] in n for n in result.notes)
 
 
@@ -306,21 +309,21 @@ def test_submodule_pinned_below_a_shallow_fetch_is_retried_without_depth(
     `--depth 1` fails and onboard must fetch that submodule's history.
     """
     sub = tmp_path / "sub"
-    git.init_repo(sub)
+    git.repository.init_repo(sub)
     for i in range(3):
         (sub / "kernel.h").write_text(f"// revision {i}\n")
-        git.git(sub, "add", "kernel.h")
-        git.git(sub, "commit", "-q", "-m", f"revision {i}")
-    pinned = git.rev_parse(sub, "HEAD~2")
+        git.core.git(sub, "add", "kernel.h")
+        git.core.git(sub, "commit", "-q", "-m", f"revision {i}")
+    pinned = git.refs.rev_parse(sub, "HEAD~2")
     assert pinned
     served_sub = git_daemon.root / "sub.git"
-    git.git(None, "clone", "-q", "--bare", str(sub), str(served_sub))  # no fetch-by-sha
+    git.core.git(None, "clone", "-q", "--bare", str(sub), str(served_sub))  # no fetch-by-sha
     work = pytorch_repo.path
-    git.git(work, "submodule", "add", "-q", git_daemon.url("sub.git"), "third_party/sub")
-    git.git(work / "third_party/sub", "checkout", "-q", pinned)
-    git.git(work, "add", "third_party/sub")
-    git.git(work, "commit", "-q", "-m", "Add a submodule pinned below its tip")
-    head = git.head_sha(work)
+    git.core.git(work, "submodule", "add", "-q", git_daemon.url("sub.git"), "third_party/sub")
+    git.core.git(work / "third_party/sub", "checkout", "-q", pinned)
+    git.core.git(work, "add", "third_party/sub")
+    git.core.git(work, "commit", "-q", "-m", "Add a submodule pinned below its tip")
+    head = git.refs.head_sha(work)
     assert head
     url = git_daemon.serve(work, "repo")
     # Protocol v0 for every git onboard runs: unadvertised wants are refused.
@@ -333,7 +336,8 @@ def test_submodule_pinned_below_a_shallow_fetch_is_retried_without_depth(
     )
     assert result.ok, result.problems
     checkout = tmp_path / "ws/pytorch"
-    assert git.head_sha(checkout / "third_party/sub") == pinned
+    assert git.refs.head_sha(checkout / "third_party/sub") == pinned
     assert (checkout / "third_party/sub/kernel.h").read_text() == "// revision 0\n"
     assert any("fetched without --depth" in n for n in result.notes)
-    assert git.commit_count(checkout) == 1  # the main checkout stays shallow
+    # the main checkout stays shallow
+    assert int(git_cmd("-C", checkout, "rev-list", "--count", "HEAD")) == 1

@@ -22,7 +22,7 @@ import pytest
 from fixtures.user_state import UserState, git
 
 from onboard import cache, files, lock, proc, signals, transaction
-from onboard.errors import BadInput, OnboardError
+from onboard.errors import BadInput, OnboardError, ProcTimeout
 from onboard.report import Reporter
 
 
@@ -200,9 +200,9 @@ def test_the_audit_puts_back_a_users_ref_a_bug_deleted(repo: Path) -> None:
     with transaction.begin(_scope(repo), command="t", reporter=reporter) as tx:
         tx.watch(repo)
         # What a bug might do, through onboard's own git adapter.
-        adapter.git(repo, "branch", "-q", "-D", "reference")
-        adapter.git(repo, "stash", "drop", "-q")
-        adapter.git(repo, "update-ref", "refs/heads/mine", "HEAD~1")
+        adapter.core.git(repo, "branch", "-q", "-D", "reference")
+        adapter.core.git(repo, "stash", "drop", "-q")
+        adapter.core.git(repo, "update-ref", "refs/heads/mine", "HEAD~1")
     before.assert_kept(UserState.capture(repo))
     assert any("restored refs/heads/reference" in m for m in reporter.messages)
     assert any("restored refs/heads/mine" in m for m in reporter.messages)
@@ -282,7 +282,7 @@ def test_a_journal_left_by_a_killed_run_is_rolled_back_first(repo: Path) -> None
 def git_snapshot(repo: Path) -> dict[str, object]:
     from onboard import git as git_adapter
 
-    return git_adapter.snapshot(repo)
+    return git_adapter.refs.snapshot(repo)
 
 
 def test_signals_inside_a_critical_section_wait_for_its_end() -> None:
@@ -333,7 +333,7 @@ def test_a_stopped_child_takes_its_escaped_descendants_along() -> None:
     # onboard would wait the grandchild's 600 s.
     with proc.reaping():
         token = os.environ[proc.RUN_ENV]
-        with pytest.raises(proc.ProcTimeout):
+        with pytest.raises(ProcTimeout):
             proc.run([sys.executable, "-c", _ESCAPE, "hang"], timeout=3)
         assert proc.marked(token) == []
 

@@ -127,7 +127,7 @@ def test_setup_rerun_with_a_new_torch_fast_forwards_a_clean_reference(
     "point",
     [
         "workflows.reference_tree.add_commit:1:INT",  # the new commit exists, no ref moved yet
-        "git.merge_ff_only:1:TERM",  # reference and the work tree moved
+        "git.worktree.merge_ff_only:1:TERM",  # reference and the work tree moved
         "workspace.save:1:INT:before",
     ],
 )
@@ -171,8 +171,8 @@ def test_new_op_on_top_of_the_users_work(ws: Path, onboard: Onboard, detached: b
     [
         ("transaction.Transaction.switch_new_branch:1:INT", 130),
         ("workflows.newop.apply._write_file:2:TERM", 130),
-        ("git.commit_index:1:INT", 130),  # the commit object exists, the branch not moved
-        ("git.update_ref:1:TERM", 130),  # the branch holds the scaffold commit
+        ("git.history.commit_index:1:INT", 130),  # the commit object exists, the branch not moved
+        ("git.refs.update_ref:1:TERM", 130),  # the branch holds the scaffold commit
         ("signals.work_complete:1:TERM", 0),
     ],
 )
@@ -374,7 +374,7 @@ def _bisect_history(repo: Path) -> tuple[str, str, Path]:
     return git(repo, "rev-parse", "buggy~3"), git(repo, "rev-parse", "buggy"), repro
 
 
-@pytest.mark.parametrize("point", [None, "git.bisect_mark:1:INT", "git.bisect_mark:2:TERM"])
+@pytest.mark.parametrize("point", [None, "git.bisect.mark:1:INT", "git.bisect.mark:2:TERM"])
 def test_bisect_in_the_users_checkout(ws: Path, onboard: Onboard, point: str | None) -> None:
     repo = ws / "pytorch"
     give_user_work(repo)
@@ -464,11 +464,11 @@ def test_harvest_into_a_closed_pipe_ends_quietly_with_zero(ws: Path, onboard: On
 @pytest.mark.parametrize(
     "point",
     [
-        "worktree.start_tree_state:1:TERM",  # `git status` started, the cache not yet read
-        "worktree.start_tree_state:1:INT",
-        "worktree.PendingState.result:1:TERM:before",  # harvest about to wait for it
-        "worktree.PendingStatus.result:1:INT:before",
-        "worktree.PendingState.result:1:INT",  # git answered, the tree not yet searched
+        "git.status.start_tree_state:1:TERM",  # `git status` started, the cache not yet read
+        "git.status.start_tree_state:1:INT",
+        "git.status.PendingState.result:1:TERM:before",  # harvest about to wait for it
+        "git.status.PendingStatus.result:1:INT:before",
+        "git.status.PendingState.result:1:INT",  # git answered, the tree not yet searched
     ],
 )
 def test_harvest_interrupted_around_its_git_status(ws: Path, onboard: Onboard, point: str) -> None:

@@ -64,7 +64,7 @@ def scope_for_repo(repo: Path) -> Path:
     for folder in (here, *here.parents):
         if (folder / CONFIG_NAME).is_file():
             return scope_of(folder)
-    return git.git_dir(repo) / "onboard"
+    return git.repository.git_dir(repo) / "onboard"
 
 
 def _make_scope(scope: Path) -> None:
@@ -106,11 +106,11 @@ def settle(scope: Path) -> None:
 def _journalling(tx: Transaction) -> Iterator[None]:
     """While the block runs, onboard's file writes and git commands report to ``tx``."""
     files.active.append(tx)
-    git.observers.append(tx.before_git)
+    git.core.observers.append(tx.before_git)
     try:
         yield
     finally:
-        git.observers.remove(tx.before_git)
+        git.core.observers.remove(tx.before_git)
         files.active.remove(tx)
 
 
@@ -137,7 +137,7 @@ def begin(
                 recover(scope, reporter)
         name = f"journal.{os.getpid()}-{secrets.token_hex(2)}.json" if nested else JOURNAL
         tx = Transaction(scope, command, reporter, journal_name=name)
-        git.acting_as.append(tx.identity)
+        git.core.acting_as.append(tx.identity)
         try:
             try:
                 with _journalling(tx):
@@ -153,7 +153,7 @@ def begin(
                 if final:
                     signals.work_complete()
         finally:
-            git.acting_as.remove(tx.identity)
+            git.core.acting_as.remove(tx.identity)
 
 
 def in_workspace(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onboard import git, gitstate
+from onboard import git
 from onboard.errors import OnboardError
 from onboard.transaction.entries import IDENTITY_PREFIX, ZERO, Entry, Journalled, of_kind
 
@@ -32,10 +32,10 @@ def audit(tx: Journalled, *, rolled_back: bool) -> None:
         declared = {(e["repo"], e["ref"]) for e in of_kind(tx.entries, "moved")}
     for entry in of_kind(tx.entries, "repo"):
         repo = Path(entry["repo"])
-        if not git.is_repo(repo):
+        if not git.repository.is_repo(repo):
             continue
         try:
-            now = git.snapshot(repo)
+            now = git.refs.snapshot(repo)
             for ref, sha in entry["refs"].items():
                 if not isinstance(sha, str) or (entry["repo"], ref) in declared:
                     continue
@@ -43,7 +43,7 @@ def audit(tx: Journalled, *, rolled_back: bool) -> None:
             if _dropped_stash(tx.entries, entry["repo"]):
                 for sha in entry["stash"]:
                     if isinstance(sha, str) and sha not in now["stash"]:
-                        git.stash_store(repo, sha)
+                        git.refs.stash_store(repo, sha)
                         tx.notes.append(f"restored stash entry {sha[:12]} in {repo}")
         except OnboardError as exc:
             tx.notes.append(f"could not audit {repo}: {exc.message}")
@@ -54,12 +54,12 @@ def _check_ref(tx: Journalled, repo: Path, ref: str, was: str, now: str | None) 
         return
     if now is None:
         if _deleted_by_onboard(tx.entries, str(repo), ref):
-            git.update_ref(repo, ref, was, old=ZERO)
+            git.refs.update_ref(repo, ref, was, old=ZERO)
             tx.notes.append(f"restored {ref} to {was[:12]} in {repo}")
         return
-    newest = gitstate.reflog_newest(repo, ref)
+    newest = git.state.reflog_newest(repo, ref)
     if newest is not None and newest[0] == now and newest[1].startswith(IDENTITY_PREFIX):
-        git.update_ref(repo, ref, was, old=now)
+        git.refs.update_ref(repo, ref, was, old=now)
         tx.notes.append(f"restored {ref} to {was[:12]} in {repo}")
 
 

@@ -1,6 +1,6 @@
 """One run's journal: every change is written down before it is made.
 
-``files.write_bytes`` and ``git.git`` report to the open transaction; the
+``files.write_bytes`` and ``git.core.git`` report to the open transaction; the
 methods here make onboard's own git changes (a branch, a ref, a checkout)
 and journal them first. The journal lives in the scope folder, so a run that
 dies (SIGKILL, power loss) leaves it for the next writer or ``onboard
@@ -18,7 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
-from onboard import files, git, gitstate
+from onboard import files, git
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.scope import JOURNAL
@@ -144,9 +144,9 @@ class Transaction:
         cherry-pick, revert, am or bisect is in progress there: its commit
         would land inside the user's operation."""
         repo = Path(os.path.abspath(repo))
-        if of_kind(self.entries, "repo", str(repo)) or not git.is_repo(repo):
+        if of_kind(self.entries, "repo", str(repo)) or not git.repository.is_repo(repo):
             return
-        operation = gitstate.operation_in_progress(repo)
+        operation = git.state.operation_in_progress(repo)
         if operation is not None:
             where = shlex.quote(str(repo))
             raise OnboardError(
@@ -157,7 +157,7 @@ class Transaction:
                 f"or abandon it (`git -C {where} {operation.abort.removeprefix('git ')}`), then "
                 "run this command again.",
             )
-        self._record({"kind": "repo", "repo": str(repo), **git.snapshot(repo)})
+        self._record({"kind": "repo", "repo": str(repo), **git.refs.snapshot(repo)})
 
     def _repo_entry(self, repo: Path) -> Entry:
         self.watch(repo)
@@ -167,7 +167,7 @@ class Transaction:
         """This run will move HEAD or the work tree: only from a clean tree of
         tracked files, so that nothing of the user's is in the tree it moves."""
         entry = self._repo_entry(repo)
-        dirty = gitstate.tracked_changes(repo)
+        dirty = git.status.tracked_changes(repo)
         if dirty:
             shown = ", ".join(dirty[:3]) + (" ..." if len(dirty) > 3 else "")
             raise OnboardError(
@@ -187,7 +187,7 @@ class Transaction:
         start = self._moves_head(repo)
         ref = f"refs/heads/{branch}"
         self._record({"kind": "ref", "repo": str(repo), "ref": ref, "values": [start["head"]]})
-        return git.switch_new_branch(repo, branch)
+        return git.worktree.switch_new_branch(repo, branch)
 
     def checkout_detached(self, repo: Path, sha: str) -> None:
         """``git checkout --detach SHA`` (refused by git if an untracked file is in
@@ -195,7 +195,7 @@ class Transaction:
         repo = Path(os.path.abspath(repo))
         self._moves_head(repo)
         self._record({"kind": "head", "repo": str(repo), "sha": sha})
-        git.checkout_detached_safe(repo, sha)
+        git.worktree.checkout_detached(repo, sha)
 
     def fast_forward(self, repo: Path, branch: str, new: str, old: str) -> None:
         """Fast-forward the checked-out ``branch`` from ``old`` to ``new``."""
@@ -203,7 +203,7 @@ class Transaction:
         self._moves_head(repo)
         ref = f"refs/heads/{branch}"
         self._record({"kind": "moved", "repo": str(repo), "ref": ref, "old": old, "new": new})
-        git.merge_ff_only(repo, new)
+        git.worktree.merge_ff_only(repo, new)
 
     def own_ref(self, repo: Path, ref: str) -> None:
         """A ref in onboard's own namespace this run may create: removed on rollback."""
@@ -218,8 +218,8 @@ class Transaction:
 
     def tree_placed(self, entry: Entry) -> None:
         path = Path(entry["path"])
-        if git.is_repo(path):
-            entry["state"] = git.snapshot(path)
+        if git.repository.is_repo(path):
+            entry["state"] = git.refs.snapshot(path)
             self.save()
 
     def ref_now_at(self, repo: Path, ref: str, sha: str) -> None:
@@ -236,20 +236,20 @@ class Transaction:
         repo = Path(os.path.abspath(repo))
         self._repo_entry(repo)
         self._record({"kind": "ref", "repo": str(repo), "ref": ref, "values": [sha]})
-        git.update_ref(repo, ref, sha, old=ZERO)
+        git.refs.update_ref(repo, ref, sha, old=ZERO)
 
     def move_ref(self, repo: Path, ref: str, new: str, old: str) -> None:
         """Move an existing ref from ``old`` to ``new``; rollback moves it back."""
         repo = Path(os.path.abspath(repo))
         self._repo_entry(repo)
         self._record({"kind": "moved", "repo": str(repo), "ref": ref, "old": old, "new": new})
-        git.update_ref(repo, ref, new, old=old)
+        git.refs.update_ref(repo, ref, new, old=old)
 
     def delete_ref(self, repo: Path, ref: str, old: str) -> None:
         """Delete ``ref`` while it points at ``old`` (onboard's own leftovers only)."""
         repo = Path(os.path.abspath(repo))
         self._record({"kind": "deleted", "repo": str(repo), "ref": ref, "old": old})
-        git.delete_ref(repo, ref, old)
+        git.refs.delete_ref(repo, ref, old)
 
     # -- the end -----------------------------------------------------------------
 

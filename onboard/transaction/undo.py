@@ -26,7 +26,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from onboard import git, gitstate, signals
+from onboard import git, signals
 from onboard.errors import OnboardError
 from onboard.transaction.entries import Entry, Journalled, file_sha, of_kind, sha256
 
@@ -106,9 +106,9 @@ def _foreign(entries: list[Entry], repo: Path, target: str, head: str) -> list[s
         entry = ours.get(rel)
         return entry is not None and file_sha(repo / rel) == entry["sha"]
 
-    changed = gitstate.tracked_changes(repo)
+    changed = git.status.tracked_changes(repo)
     foreign = [p for p in changed if not is_ours(p)]
-    for rel in gitstate.paths_only_in(repo, target, head):
+    for rel in git.state.paths_only_in(repo, target, head):
         present = (repo / rel).exists() or (repo / rel).is_symlink()
         if present and rel not in changed and not is_ours(rel):
             foreign.append(rel)
@@ -117,9 +117,9 @@ def _foreign(entries: list[Entry], repo: Path, target: str, head: str) -> list[s
 
 def _head_back(tx: Journalled, entry: Entry) -> str:
     repo = Path(entry["repo"])
-    if entry["head"] is None or not git.is_repo(repo):
+    if entry["head"] is None or not git.repository.is_repo(repo):
         return UNCHANGED
-    sha, branch = git.head_state(repo)
+    sha, branch = git.refs.head_state(repo)
     if (branch, sha) == (entry["branch"], entry["head"]):
         return UNCHANGED
     how = _whose_head(tx.entries, entry["repo"], branch, sha)
@@ -154,16 +154,18 @@ def _head_back(tx: Journalled, entry: Entry) -> str:
             # The checked-out branch itself goes back, with its tree: nothing
             # in the tree is the user's (checked above), the ref is still at
             # this run's tip (head_state above).
-            result = git.git(repo, "reset", "-q", "--hard", target_sha, check=False, timeout=None)
-            switch = gitstate.Switch(
+            result = git.core.git(
+                repo, "reset", "-q", "--hard", target_sha, check=False, timeout=None
+            )
+            switch = git.state.Switch(
                 result.ok, error=None if result.ok else (result.stderr.strip() or "git failed")
             )
         else:
-            switch = gitstate.checkout(repo, target, detach=entry["branch"] is None, force=True)
+            switch = git.state.checkout(repo, target, detach=entry["branch"] is None, force=True)
     if switch.hook_failure:
         tx.notes.append(
             f"git switched {repo} back to {target[:40]}, then a hook of yours in "
-            f"{gitstate.hooks_folder(repo)} failed: {switch.hook_failure}"
+            f"{git.state.hooks_folder(repo)} failed: {switch.hook_failure}"
         )
     if not switch.moved:
         tx.notes.append(f"could not switch {repo} back to {target[:40]}: {switch.error}")
@@ -190,7 +192,7 @@ def _undo_files(tx: Journalled, outcome: dict[str, str]) -> None:
         by_repo.setdefault(_repo_of(entry["path"], repos), []).append(entry)
     for repo, group in by_repo.items():
         try:
-            if repo is None or not git.is_repo(repo):
+            if repo is None or not git.repository.is_repo(repo):
                 for entry in reversed(group):
                     _undo_file(tx, entry)
             else:
@@ -204,8 +206,8 @@ def _undo_files_in_repo(tx: Journalled, repo: Path, group: list[Entry], state: s
     if state == LEFT:
         return  # they are part of the branch the user works on now (said in _head_back)
     rels = {e["path"]: os.path.relpath(e["path"], repo).replace(os.sep, "/") for e in group}
-    changed = set(gitstate.tracked_changes(repo))
-    index = gitstate.index_blobs(repo, list(rels.values()))
+    changed = set(git.status.tracked_changes(repo))
+    index = git.state.index_blobs(repo, list(rels.values()))
     staged: list[str] = []
     for entry in reversed(group):
         rel = rels[entry["path"]]
@@ -217,11 +219,11 @@ def _undo_files_in_repo(tx: Journalled, repo: Path, group: list[Entry], state: s
                 tx.notes.append(f"kept {path}: it is committed as onboard wrote it on your branch")
             continue
         # Our write was staged: its index entry goes when the file goes back.
-        was_staged = rel in index and index[rel] == gitstate.blob_of_file(repo, path, as_path=rel)
+        was_staged = rel in index and index[rel] == git.state.blob_of_file(repo, path, as_path=rel)
         rewritten = state == BACK and committed
         if _undo_file(tx, entry, repo=repo, rel=rel, rewritten=rewritten) and was_staged:
             staged.append(rel)
-    gitstate.unstage(repo, staged)
+    git.state.unstage(repo, staged)
 
 
 def _undo_file(
@@ -259,8 +261,8 @@ def _undo_file(
         rewritten
         and repo is not None
         and current is not None
-        and gitstate.blob_of_file(repo, path, as_path=rel)
-        == gitstate.blob_of_file(repo, backup, as_path=rel)
+        and git.state.blob_of_file(repo, path, as_path=rel)
+        == git.state.blob_of_file(repo, backup, as_path=rel)
     )
     if current == entry["sha"] or same_content:
         _put_back(backup, path)
@@ -286,18 +288,18 @@ def _put_back(backup: Path, path: Path) -> None:
 
 def _drop_ref(tx: Journalled, entry: Entry, outcome: dict[str, str]) -> None:
     repo = Path(entry["repo"])
-    if not git.is_repo(repo):
+    if not git.repository.is_repo(repo):
         return
     ref = entry["ref"]
-    current = git.ref_value(repo, ref)
+    current = git.refs.ref_value(repo, ref)
     if current is None:
         return
     is_branch = ref.startswith("refs/heads/")
     name = ref.removeprefix("refs/heads/")
-    where = gitstate.checked_out_branches(repo).get(ref) if is_branch else None
+    where = git.worktree.checked_out_branches(repo).get(ref) if is_branch else None
     still_ours = entry["values"] is None or current in entry["values"]
     if still_ours and where is None:
-        git.delete_ref(repo, ref, current)
+        git.refs.delete_ref(repo, ref, current)
         return
     if where is not None and Path(where) == repo and outcome.get(entry["repo"]) == LEFT:
         return  # said with HEAD
@@ -320,17 +322,17 @@ def _drop_ref(tx: Journalled, entry: Entry, outcome: dict[str, str]) -> None:
 
 def _move_ref_back(tx: Journalled, entry: Entry) -> None:
     repo = Path(entry["repo"])
-    if not git.is_repo(repo):
+    if not git.repository.is_repo(repo):
         return
-    current = git.ref_value(repo, entry["ref"])
+    current = git.refs.ref_value(repo, entry["ref"])
     if current is None or current != entry["new"]:
         return  # back already, or moved on (or deleted) by the user since: theirs
-    if gitstate.checked_out_branches(repo).get(entry["ref"]) is not None:
+    if git.worktree.checked_out_branches(repo).get(entry["ref"]) is not None:
         tx.notes.append(
             f"kept {entry['ref']} at {current[:12]}: it is checked out with work of yours on it"
         )
         return
-    git.update_ref(repo, entry["ref"], entry["old"], old=entry["new"])
+    git.refs.update_ref(repo, entry["ref"], entry["old"], old=entry["new"])
 
 
 def _undo_tree(tx: Journalled, entry: Entry) -> None:
@@ -341,9 +343,9 @@ def _undo_tree(tx: Journalled, entry: Entry) -> None:
     state = entry.get("state")
     untouched = (
         isinstance(state, dict)
-        and git.is_repo(path)
-        and git.snapshot(path) == state
-        and not git.git(
+        and git.repository.is_repo(path)
+        and git.refs.snapshot(path) == state
+        and not git.core.git(
             path, "status", "--porcelain", "--ignored", "--untracked-files=all"
         ).stdout.strip()
     )

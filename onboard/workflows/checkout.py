@@ -97,7 +97,7 @@ def fetch(
     label = refspec[:12] if _FULL_SHA.match(refspec) else refspec
     with reporter.task(f"fetching {label} from {remote}") as task:
 
-        def on_progress(p: git.FetchProgress) -> None:
+        def on_progress(p: git.remote.FetchProgress) -> None:
             detail = f"{p.stage}: {p.objects}" + (f"/{p.total_objects}" if p.total_objects else "")
             detail += " objects"
             if p.bytes_received is not None:
@@ -105,7 +105,7 @@ def fetch(
             task.update(completed=p.objects, total=p.total_objects, detail=detail)
 
         try:
-            outcome = git.fetch_with_progress(
+            outcome = git.remote.fetch_with_progress(
                 repo,
                 "origin",
                 refspec,
@@ -141,7 +141,7 @@ def fetch(
             next_step="Check the URL and your network, pass a reachable mirror with "
             "`--remote URL`, or run `onboard setup DIR --from-wheel` (offline, seconds).",
         )
-    sha = git.rev_parse(repo, refspec if _FULL_SHA.match(refspec) else "FETCH_HEAD")
+    sha = git.refs.rev_parse(repo, refspec if _FULL_SHA.match(refspec) else "FETCH_HEAD")
     if sha is None:
         raise OnboardError(
             f"git fetched from {remote} but {label} is not a commit there.",
@@ -152,7 +152,7 @@ def fetch(
 
 def follow_nightly(repo: Path, nightly_sha: str) -> str | None:
     """The main commit a nightly commit's subject names, or None."""
-    subject = git.commit_message(repo, nightly_sha).splitlines()
+    subject = git.history.commit_message(repo, nightly_sha).splitlines()
     match = _NIGHTLY_SUBJECT.search(subject[0] if subject else "")
     return match.group(1) if match else None
 
@@ -176,7 +176,7 @@ def make_checkout(
     """
     if not (repo / ".git").exists():
         reporter.step(f"creating a repository at {repo}")
-        git.init_repo(repo)
+        git.repository.init_repo(repo)
     sha, notes = fetch_target(
         repo,
         remote=remote,
@@ -188,7 +188,7 @@ def make_checkout(
         stats=stats,
     )
     reporter.step(f"checking out {sha[:12]}")
-    git.checkout_detached(repo, sha)
+    git.worktree.checkout_detached(repo, sha)
     problems: list[str] = []
     if with_submodules:
         sub_notes, problems = update_submodules(
@@ -212,10 +212,10 @@ def fetch_target(
     """Fetch ``target`` (a nightly's main commit, for a nightly) into ``repo``
     without moving HEAD or any branch; returns (its sha, notes)."""
     notes: list[str] = []
-    if git.remote_url(repo) is None:
-        git.add_remote(repo, "origin", remote)
+    if git.remote.remote_url(repo) is None:
+        git.remote.add_remote(repo, "origin", remote)
     if reference is not None:
-        source = git.add_alternate(repo, reference)
+        source = git.repository.add_alternate(repo, reference)
         notes.append(
             f"objects are borrowed from {source} (--reference): keep that clone, or run "
             "`git repack -a -d` in the checkout and delete .git/objects/info/alternates "
@@ -245,21 +245,21 @@ def update_submodules(
     (pytorch#186004) is retried without --depth."""
     jobs = max(2, min(8, os.cpu_count() or 2))
     reporter.step(f"submodules: shallow, {jobs} in parallel")
-    rc = git.submodule_update(
+    rc = git.remote.submodule_update(
         repo, depth=1, jobs=jobs, on_line=reporter.detail, idle_timeout=fetch_timeout * 5
     )
     if rc == 0:
         return ["submodules checked out at depth 1"], []
-    pending = [path for state, _sha, path in git.submodule_status(repo) if state in "-+U"]
+    pending = [path for state, _sha, path in git.remote.submodule_status(repo) if state in "-+U"]
     notes = []
     for path in pending:
         reporter.step(f"submodule {path}: its pinned commit is not reachable shallowly; full fetch")
         sub = repo / path
-        if (sub / ".git").exists() and git.is_shallow(sub):
+        if (sub / ".git").exists() and git.repository.is_shallow(sub):
             # A plain fetch of a shallow clone keeps the shallow boundary, and the
             # pinned commit lies behind it.
-            git.unshallow(sub, idle_timeout=fetch_timeout * 5, on_line=reporter.detail)
-        rc = git.submodule_update(
+            git.remote.unshallow(sub, idle_timeout=fetch_timeout * 5, on_line=reporter.detail)
+        rc = git.remote.submodule_update(
             repo,
             depth=None,
             jobs=1,
@@ -268,7 +268,7 @@ def update_submodules(
             idle_timeout=fetch_timeout * 5,
         )
         notes.append(f"submodule {path} fetched without --depth" + ("" if rc == 0 else " FAILED"))
-    still = [path for state, _sha, path in git.submodule_status(repo) if state in "-+U"]
+    still = [path for state, _sha, path in git.remote.submodule_status(repo) if state in "-+U"]
     problems = []
     if still or (rc != 0 and not pending):
         problems.append(

@@ -48,7 +48,7 @@ def _scope(
     workspace_dir: str | None, repo: str | None
 ) -> tuple[Path, str, workspace.Workspace | None]:
     if repo is not None:
-        root = git.named_root(
+        root = git.repository.named_root(
             repo,
             next_step="Pass the folder of a git checkout, or run without --repo inside a "
             "workspace.",

@@ -251,10 +251,10 @@ def build(
     message = commit_message(torch_version, commit, tree)
     extra = {"version.txt": (version_txt + "\n").encode()}
     stream = fast_import_stream(tree, message, extra, progress=progress)
-    git.init_repo(dest)
-    git.fast_import(dest, stream)
-    git.checkout_branch(dest, BRANCH.removeprefix("refs/heads/"))
-    sha = git.head_sha(dest)
+    git.repository.init_repo(dest)
+    git.repository.fast_import(dest, stream)
+    git.worktree.checkout_branch(dest, BRANCH.removeprefix("refs/heads/"))
+    sha = git.refs.head_sha(dest)
     assert sha is not None
     return sha
 
@@ -287,8 +287,8 @@ def add_commit(
         ref=NEXT_REF,
         parent=parent,
     )
-    git.fast_import(repo, stream)
-    sha = git.ref_value(repo, NEXT_REF)
+    git.repository.fast_import(repo, stream)
+    sha = git.refs.ref_value(repo, NEXT_REF)
     assert sha is not None
     return sha
 

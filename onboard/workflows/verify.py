@@ -257,7 +257,7 @@ def installed_commit(ctx: VerifyContext) -> Check:
     repo = ws.checkout_path
     if not (repo / ".git").exists():
         return Check(name, FAILED, f"{repo} is missing; run `{ws.setup_command}` again")
-    head = git.head_sha(repo)
+    head = git.refs.head_sha(repo)
     env = ctx.env
     if env is None or env.torch is None:
         return Check(name, NOT_CHECKED, f"could not probe the torch of {ws.python}")
@@ -272,11 +272,13 @@ def installed_commit(ctx: VerifyContext) -> Check:
     if ws.is_reference:
         from onboard.workflows import reference_tree
 
-        message = git.commit_message(repo) if head else ""
+        message = git.history.commit_message(repo) if head else ""
         if head and "Onboard-Torch-Commit:" not in message:
             # onboard new-op: HEAD may be a scaffold commit on top of the
             # reference commit; the trailers are on the nearest commit that has them.
-            message = git.out(repo, "log", "-1", "--format=%B", "--grep=^Onboard-Torch-Commit:")
+            message = git.core.out(
+                repo, "log", "-1", "--format=%B", "--grep=^Onboard-Torch-Commit:"
+            )
         found = reference_tree.trailers(message) if head else {}
         recorded = found.get("Onboard-Torch-Commit")
         if (
@@ -292,9 +294,9 @@ def installed_commit(ctx: VerifyContext) -> Check:
         return Check(name, FAILED, _reference_drift(repo, found, env.torch.version, installed))
     if head is None:
         return Check(name, FAILED, f"{repo} has no commit checked out")
-    if head != ws.commit and ws.commit and git.is_ancestor(repo, ws.commit, head):
+    if head != ws.commit and ws.commit and git.refs.is_ancestor(repo, ws.commit, head):
         # Your own commits on top (a new-op or practice branch): still the installed sources.
-        ahead = git.count_range(repo, ws.commit, head, first_parent=False)
+        ahead = git.history.count_range(repo, ws.commit, head, first_parent=False)
         return Check(
             name,
             PASSED,
@@ -331,11 +333,16 @@ def _reference_drift(repo: Path, found: dict[str, str], version: str, installed:
         f"({installed})"
     )
     new_tag = reference_tree.tag_name(version)
-    if git.ref_value(repo, f"refs/tags/{new_tag}") is None:
+    if git.refs.ref_value(repo, f"refs/tags/{new_tag}") is None:
         return text + f": run `onboard setup {quote(repo.parent)} --from-wheel` to add its tree"
-    branch = git.current_branch(repo)
+    branch = git.refs.current_branch(repo)
     old_tag = reference_tree.tag_name(old) if old else None
-    if branch and branch != "reference" and old_tag and git.ref_value(repo, f"refs/tags/{old_tag}"):
+    if (
+        branch
+        and branch != "reference"
+        and old_tag
+        and git.refs.ref_value(repo, f"refs/tags/{old_tag}")
+    ):
         return text + (
             f": move your work with `git -C {quote(repo)} rebase --onto {new_tag} {old_tag} "
             f"{branch}`"

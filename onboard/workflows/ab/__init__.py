@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
-from onboard.proctree import Leftover, left_note
+from onboard.proc import Leftover, left_note
 from onboard.report import Reporter
 from onboard.workflows.ab import runs, sides, startup, stats
 from onboard.workspace import find as find_workspace

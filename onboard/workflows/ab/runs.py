@@ -11,7 +11,7 @@ from pathlib import Path
 
 from onboard import proc
 from onboard.errors import OnboardError, ProcTimeout
-from onboard.proctree import Leftover
+from onboard.proc import Leftover
 from onboard.redact import redact
 from onboard.workflows.ab.sides import Side
 

@@ -152,10 +152,10 @@ def _same(a: Path, b: Path) -> bool:
 def installed_base(ws: Workspace) -> str | None:
     """The checkout commit whose files the installed torch was built from."""
     checkout = ws.checkout_path
-    if ws.commit and git.rev_parse(checkout, ws.commit):
+    if ws.commit and git.refs.rev_parse(checkout, ws.commit):
         return ws.commit
     if ws.is_reference:  # the reference tree's own commit carries the trailers
-        sha = git.out(
+        sha = git.core.out(
             checkout, "log", "-1", "--format=%H", "--grep=^Onboard-Torch-Commit:", check=False
         )
         return sha or None
@@ -169,7 +169,7 @@ def _not_measured(ws: Workspace, base: str | None, rev: str | None) -> list[str]
     if base is None:
         return []
     args = ["diff", "--name-only", base] + ([rev] if rev else [])
-    changed = git.out(ws.checkout_path, *args, check=False).split()
+    changed = git.core.out(ws.checkout_path, *args, check=False).split()
     return [p for p in changed if needs_rebuild(p)]
 
 
@@ -289,7 +289,7 @@ def prepared(
         yield sides, work
     finally:
         for repo, tree in added:
-            git.worktree_remove(repo, tree)
+            git.worktree.remove(repo, tree)
         shutil.rmtree(work, ignore_errors=True)
         run.release()
 
@@ -327,7 +327,7 @@ def _make(
         ws = _need_workspace(ws, spec)
         rev = spec[len(COMMIT) :]
         checkout = ws.checkout_path
-        sha = git.rev_parse(checkout, rev) if git.is_repo(checkout) else None
+        sha = git.refs.rev_parse(checkout, rev) if git.repository.is_repo(checkout) else None
         if sha is None:
             raise BadInput(
                 f"`{spec}`: {rev} is not a commit of the workspace checkout {checkout}.",
@@ -335,7 +335,7 @@ def _make(
             )
         installed = torch_dir(python, work)
         tree = work / f"{worktrees.TREE_PREFIX}{label}"
-        git.worktree_add(checkout, tree, sha)
+        git.worktree.add(checkout, tree, sha)
         added.append((checkout, tree))
         return _overlay_side(
             label,

@@ -68,15 +68,15 @@ def sweep_dead_worktrees(repo: Path) -> list[Path]:
     their run folders); returns the worktrees removed."""
     removed: list[Path] = []
     try:
-        trees = git.worktrees(repo)[1:]  # the first is the main work tree
+        trees = git.worktree.list_all(repo)[1:]  # the first is the main work tree
     except Exception:  # noqa: BLE001 - not a repository (any more): nothing of ours to sweep
         return removed
     for tree in trees:
         run = tree.parent
         if not (tree.name.startswith(TREE_PREFIX) and _is_run_folder(run) and _dead(run)):
             continue
-        git.worktree_remove(repo, tree)
-        if tree not in git.worktrees(repo):
+        git.worktree.remove(repo, tree)
+        if tree not in git.worktree.list_all(repo):
             removed.append(tree)
             shutil.rmtree(run, ignore_errors=True)
     return removed

@@ -88,7 +88,7 @@ def terms_from(term_old: str | None, term_new: str | None) -> Terms:
 
 def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool) -> Path | None:
     if repo:
-        return git.named_root(
+        return git.repository.named_root(
             repo,
             next_step="Pass the path of your PyTorch checkout (a git clone with the "
             "history to bisect), or run `onboard setup DIR` to make one.",
@@ -101,9 +101,9 @@ def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool
                 ws.limitation("Bisecting commits") or "This workspace cannot be bisected.",
                 next_step="Or pass --repo with a git checkout that has the history.",
             )
-        return git.get_root(ws.checkout_path)
-    if git.is_repo(Path.cwd()):
-        return git.get_root(Path.cwd())
+        return git.repository.get_root(ws.checkout_path)
+    if git.repository.is_repo(Path.cwd()):
+        return git.repository.get_root(Path.cwd())
     if wheels:
         return None
     raise OnboardError(
@@ -114,10 +114,10 @@ def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool
 
 
 def _resolve_rev(repo: Path, ref: str, flag: str) -> str:
-    sha = git.rev_parse(repo, ref)
+    sha = git.refs.rev_parse(repo, ref)
     if sha:
         return sha
-    shallow = git.out(repo, "rev-parse", "--is-shallow-repository") == "true"
+    shallow = git.core.out(repo, "rev-parse", "--is-shallow-repository") == "true"
     raise BadInput(
         f"{flag} {ref} is not a commit in {repo}"
         + (" (the checkout is shallow, so older commits are not there)." if shallow else "."),
@@ -133,7 +133,7 @@ def _resolve_rev(repo: Path, ref: str, flag: str) -> str:
 def _log_path(repo: Path, ws: workspace.Workspace | None, run_stamp: str) -> Path:
     if ws is not None:
         return ws.root / "bisect" / f"onboard-bisect-{run_stamp}.log"
-    return git.git_dir(repo) / f"onboard-bisect-{run_stamp}.log"
+    return git.repository.git_dir(repo) / f"onboard-bisect-{run_stamp}.log"
 
 
 def _check(request: BisectRequest) -> Terms:
@@ -242,7 +242,7 @@ def run_bisect(
                 )
                 return result
             old_ref, new_ref = f"v{_public(w.last_old)}", f"v{_public(w.first_new)}"
-            missing = [r for r in (old_ref, new_ref) if git.rev_parse(repo_root, r) is None]
+            missing = [r for r in (old_ref, new_ref) if git.refs.rev_parse(repo_root, r) is None]
             if missing:
                 result.notes.append(
                     f"The repository {repo_root} has no tag {' or '.join(missing)}, so the commit "
@@ -293,7 +293,7 @@ def _check_bounds(
             f"--good {old_ref} and --bad {new_ref} are the same commit ({old[:10]}).",
             next_step="Pass an older --good (a release tag or a commit where the repro passes).",
         )
-    count = git.count_range(repo, old, new, first_parent=first_parent)
+    count = git.history.count_range(repo, old, new, first_parent=first_parent)
     if count == 0:
         raise BadInput(
             f"--bad {new_ref} has no commit that --good {old_ref} lacks: --good must be older.",

@@ -99,7 +99,7 @@ class Builder:
             return True, "the build tree's commit is unknown (the last build failed)"
         if self.last_built == sha:
             return False, ""
-        changed = git.changed_files(self.repo, self.last_built, sha)
+        changed = git.history.changed_files(self.repo, self.last_built, sha)
         compiled = [p for p in changed if needs_rebuild(p)]
         if not compiled:
             return False, ""
@@ -144,7 +144,7 @@ class Builder:
         log = self.log_dir / f"build-{sha[:12]}.log"
         if (self.repo / ".gitmodules").is_file():
             self.synced_submodules = True
-            sync = git.submodule_sync(self.repo)
+            sync = git.remote.submodule_sync(self.repo)
             if not sync.ok:
                 self.last_built = None
                 return BuildOutcome(

@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from onboard import git
+from onboard import git, proc
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.shell import quote
@@ -151,14 +151,17 @@ class CommitBisector:
         so an edit of a tracked file now is the repro's: it is undone before the next
         commit is checked out, or it would be tested along with that commit."""
         with self.guard.critical():
-            where = git.head_sha(self.repo) or "HEAD"
-            if not git.tree_matches_head(self.repo):
-                self.guard.set_aside_changes(where[:12])
-            answer = git.bisect_mark(self.repo, term)
+            if not git.status.tree_matches_head(self.repo):
+                self.guard.set_aside_changes(self._head())
+            answer = git.bisect.mark(self.repo, term)
             if not answer.ok and _LOCAL_CHANGES in answer.stderr:
-                self.guard.set_aside_changes(where[:12])
-                answer = git.bisect_mark(self.repo, term)
+                self.guard.set_aside_changes(self._head())
+                answer = git.bisect.mark(self.repo, term)
         return self._answer_text(answer)
+
+    def _head(self) -> str:
+        """HEAD's short sha, which names what is set aside (asked only then)."""
+        return (git.refs.head_sha(self.repo) or "HEAD")[:12]
 
     # -- the whole run ----------------------------------------------------
 
@@ -174,7 +177,9 @@ class CommitBisector:
         """``candidates``: the count of commits in old..new, when the caller has it."""
         t = self.terms
         if candidates is None:
-            candidates = git.count_range(self.repo, old, new, first_parent=self.first_parent)
+            candidates = git.history.count_range(
+                self.repo, old, new, first_parent=self.first_parent
+            )
         expected = estimate_steps(candidates)
         result = CommitBisect(
             repo=self.repo,
@@ -205,7 +210,7 @@ class CommitBisector:
 
     def _start(self, term_old: str | None, term_new: str | None) -> None:
         # No bounds yet: they are marked after the pre-flight has checked them.
-        started = git.bisect_start(
+        started = git.bisect.start(
             self.repo, first_parent=self.first_parent, term_old=term_old, term_new=term_new
         )
         if not started.ok:
@@ -221,13 +226,13 @@ class CommitBisector:
         """Test both bounds; on success mark them in git and return git's answer."""
         t = self.terms
         verdicts: dict[str, Verdict] = {}
-        subjects = git.log_subjects(self.repo, ["--no-walk=unsorted", old, new])
+        subjects = git.history.log_subjects(self.repo, ["--no-walk=unsorted", old, new])
         for role, ref, sha in (("old", old_ref, old), ("new", new_ref, new)):
             flag = "--good" if role == "old" else "--bad"
             label = subjects[0 if role == "old" else 1] if len(subjects) == 2 else ""
             self.reporter.step(f"pre-flight: testing {flag} {_short(ref)} ({sha[:10]})")
             with self.guard.critical():
-                git.checkout_quiet(self.repo, sha, detach=True)
+                git.worktree.checkout_quiet(self.repo, sha, detach=True)
             step = self.test(sha, label, PREFLIGHT)
             result.steps.append(step)
             if step.verdict is None:
@@ -251,16 +256,16 @@ class CommitBisector:
             verdicts[role] = v
         self._check_orientation(verdicts["old"], verdicts["new"], old_ref, new_ref, old, new)
         with self.guard.critical():
-            marked = git.bisect_mark(self.repo, t.new, new)
+            marked = git.bisect.mark(self.repo, t.new, new)
             if not marked.ok:
                 raise OnboardError(
                     f"`git bisect {t.new} {new[:10]}` failed: {marked.stderr.strip()}",
                     next_step="Check the bounds with `git log --oneline --first-parent`.",
                 )
-            answer = git.bisect_mark(self.repo, t.old, old)
+            answer = git.bisect.mark(self.repo, t.old, old)
         return self._answer_text(answer)
 
-    def _answer_text(self, answer: git.proc.Result) -> str:
+    def _answer_text(self, answer: proc.Result) -> str:
         text = answer.stdout + answer.stderr
         if answer.ok or _ONLY_SKIPPED in text:
             return text
@@ -362,10 +367,10 @@ class CommitBisector:
                     next_step="Report this with the bisect log.",
                 )
             nxt = _NEXT.search(answer)
-            sha = nxt.group(1) if nxt else (git.head_sha(self.repo) or "")
+            sha = nxt.group(1) if nxt else (git.refs.head_sha(self.repo) or "")
             roughly = _ROUGHLY.search(answer)
             total = (steps + int(roughly.group(1))) if roughly else result.expected_steps
-            label = nxt.group(2).strip() if nxt else git.subject_of(self.repo, sha)
+            label = nxt.group(2).strip() if nxt else git.history.subject_of(self.repo, sha)
             self.reporter.step(
                 f"step {steps} of ~{max(total, steps)}: testing {sha[:10]} {label[:70]}"
                 + (f"  (last: {', '.join(recent[-3:])})" if recent else "")

@@ -52,14 +52,14 @@ class Original:
 
 def check_startable(repo: Path) -> Original:
     """Refuse a repository that is mid-bisect, dirty, or without a commit."""
-    if git.bisect_in_progress(repo):
+    if git.bisect.in_progress(repo):
         raise OnboardError(
             f"A `git bisect` is already in progress in {repo}; onboard will not start a second "
             "one on top of it.",
             next_step=f"Finish or abandon it first: `git -C {quote(repo)} bisect log` shows it, "
             f"`git -C {quote(repo)} bisect reset` ends it and returns to where it started.",
         )
-    dirty = git.status_porcelain(repo, untracked=False)
+    dirty = git.status.status_porcelain(repo, untracked=False)
     if dirty:
         shown = "; ".join(ln.strip() for ln in dirty[:5]) + ("; ..." if len(dirty) > 5 else "")
         raise OnboardError(
@@ -68,7 +68,7 @@ def check_startable(repo: Path) -> Original:
             next_step=f"Commit or stash them (`git -C {quote(repo)} stash`), then run the bisect "
             "again.",
         )
-    head, branch = git.head_state(repo)
+    head, branch = git.refs.head_state(repo)
     if head is None:
         raise OnboardError(
             f"{repo} has no commits to bisect.",
@@ -126,12 +126,12 @@ class RepoGuard:
         or the user did, in another terminal. Either way they must not travel to
         the next commit, and they are not onboard's to throw away: they go into
         the user's stash, named, and the result says so (call under ``critical``)."""
-        changed = git.status_porcelain(self.repo, untracked=False)
+        changed = git.status.status_porcelain(self.repo, untracked=False)
         if not changed:
             return
         message = f"onboard bisect: tracked files changed at {where}"
-        git.git(self.repo, "stash", "push", "-q", "-m", message, what="keeping those changes")
-        shown = ", ".join(git.porcelain_path(line) for line in changed[:3])
+        git.core.git(self.repo, "stash", "push", "-q", "-m", message, what="keeping those changes")
+        shown = ", ".join(git.status.porcelain_path(line) for line in changed[:3])
         self.reporter.detail(f"tracked files changed at {where} ({shown}): kept in the stash")
         self.set_aside.append(message)
 
@@ -156,8 +156,8 @@ class RepoGuard:
         )
 
     def save_log(self) -> Path | None:
-        if self.saved_log is None and git.bisect_in_progress(self.repo):
-            text = git.bisect_log(self.repo)
+        if self.saved_log is None and git.bisect.in_progress(self.repo):
+            text = git.bisect.log(self.repo)
             if text.strip():
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
                 self.log_path.write_text(text, encoding="utf-8")
@@ -175,17 +175,17 @@ class RepoGuard:
             # The tree was clean when we started: a tracked change now is a
             # repro's, a build's or the user's, and goes to the stash, not away.
             self.set_aside_changes("the end")
-            if git.bisect_in_progress(repo):
-                result = git.bisect_reset(repo, o.ref)
+            if git.bisect.in_progress(repo):
+                result = git.bisect.reset(repo, o.ref)
                 if not result.ok:
                     return f"`git bisect reset {o.ref}` failed in {repo}: {result.stderr.strip()}"
-            state: tuple[str | None, str | None] | None = git.head_state(repo)
+            state: tuple[str | None, str | None] | None = git.refs.head_state(repo)
             if state != (o.head, o.branch):
-                git.checkout_quiet(repo, o.ref, detach=o.branch is None)
+                git.worktree.checkout_quiet(repo, o.ref, detach=o.branch is None)
                 state = None
             if self.resync_submodules is not None and self.resync_submodules():
-                git.submodule_sync(repo)
-            head, branch = state or git.head_state(repo)
+                git.remote.submodule_sync(repo)
+            head, branch = state or git.refs.head_state(repo)
         except OnboardError as exc:
             return f"Could not restore {repo} to {o.describe()}: {exc.message}"
         if head != o.head or branch != o.branch:

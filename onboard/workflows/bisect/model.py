@@ -65,7 +65,7 @@ class CommitInfo:
 
 def github_base(repo: Path) -> str:
     """https://github.com/OWNER/NAME from origin when it is GitHub, else pytorch/pytorch."""
-    url = git.remote_url(repo) or ""
+    url = git.remote.remote_url(repo) or ""
     match = _GITHUB_REMOTE.search(url)
     return f"https://github.com/{match.group(1)}/{match.group(2)}" if match else PYTORCH_GITHUB
 
@@ -83,7 +83,7 @@ def pr_of(subject: str, body: str, base: str) -> tuple[int | None, str | None]:
 
 
 def commit_info(repo: Path, sha: str, base: str | None = None) -> CommitInfo:
-    fields = git.commit_fields(repo, sha)
+    fields = git.history.commit_fields(repo, sha)
     base = base or github_base(repo)
     pr, pr_url = pr_of(fields["subject"], fields["body"], base)
     return CommitInfo(
@@ -95,7 +95,7 @@ def commit_info(repo: Path, sha: str, base: str | None = None) -> CommitInfo:
         pr=pr,
         pr_url=pr_url,
         url=f"{base}/commit/{fields['sha']}",
-        files=tuple(git.files_touched(repo, sha)),
+        files=tuple(git.history.files_touched(repo, sha)),
     )
 
 

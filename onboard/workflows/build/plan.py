@@ -257,7 +257,7 @@ def _probe(ws: Workspace, reporter: Reporter) -> TorchEnv | None:
 
 
 def _head(checkout: Path) -> str | None:
-    return git.head_sha(checkout) if git.is_repo(checkout) else None
+    return git.refs.head_sha(checkout) if git.repository.is_repo(checkout) else None
 
 
 def _build_test(with_tests: bool) -> Part:

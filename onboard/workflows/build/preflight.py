@@ -156,7 +156,7 @@ def submodules(root: Path, checkout: Path) -> Check:
     """PyTorch's CMake needs every submodule checked out (``.gitmodules``)."""
     if not (checkout / ".gitmodules").is_file():
         return Check("submodules", True, "none declared (no .gitmodules)")
-    rows = git.submodule_status(checkout)
+    rows = git.remote.submodule_status(checkout)
     missing = [path for state, _sha, path in rows if state == "-"]
     empty = [
         path

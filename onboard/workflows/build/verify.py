@@ -114,7 +114,7 @@ def post_checks(
             + ("" if inside else f" is not under {checkout}: another torch shadows the build"),
         )
     )
-    head = git.head_sha(checkout)
+    head = git.refs.head_sha(checkout)
     same = bool(head) and imported.git_version == head
     checks.append(
         PostCheck(
@@ -172,8 +172,8 @@ def link_compile_commands(checkout: Path) -> IdeChange:
     if not source.is_file():
         return IdeChange(str(target), "missing", "the build wrote no build/compile_commands.json")
     target.symlink_to(Path("build") / "compile_commands.json")
-    if git.is_repo(checkout):  # a link git should not offer to commit
-        git.add_exclude(checkout, "/compile_commands.json")
+    if git.repository.is_repo(checkout):  # a link git should not offer to commit
+        git.repository.add_exclude(checkout, "/compile_commands.json")
     return IdeChange(str(target), "linked", "-> build/compile_commands.json")
 
 

@@ -350,7 +350,7 @@ def _stale_build(root: Path) -> Finding | None:
             f"not {root}"
         )
     built = _built_git_version(root)
-    head = git.head_sha(root) if git.is_repo(root) else None
+    head = git.refs.head_sha(root) if git.repository.is_repo(root) else None
     if built and head and built != head:
         reasons.append(
             f"torch/version.py says the last build was made at {built[:12]}, but the checkout "
@@ -474,7 +474,11 @@ def _commit(env: TorchEnv) -> list[Finding]:
 def _workspace(env: TorchEnv, ws: Workspace) -> tuple[dict[str, Any], list[Finding]]:
     installed = env.commit.sha
     checkout = ws.checkout_path
-    head = git.head_sha(checkout) if checkout.is_dir() and git.is_repo(checkout) else None
+    head = (
+        git.refs.head_sha(checkout)
+        if checkout.is_dir() and git.repository.is_repo(checkout)
+        else None
+    )
     facts: dict[str, Any] = {
         "root": str(ws.root),
         "checkout": str(checkout),
@@ -529,8 +533,8 @@ def _workspace(env: TorchEnv, ws: Workspace) -> tuple[dict[str, Any], list[Findi
         return facts, findings  # its HEAD is a tree rebuilt from the wheel, not torch's commit
     if head == installed:
         return facts, findings
-    if git.rev_parse(checkout, installed) and git.is_ancestor(checkout, installed, head):
-        ahead = git.count_range(checkout, installed, head, first_parent=False)
+    if git.refs.rev_parse(checkout, installed) and git.refs.is_ancestor(checkout, installed, head):
+        ahead = git.history.count_range(checkout, installed, head, first_parent=False)
         findings.append(
             Finding(
                 "workspace-ahead",

@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onboard import proc, worktree
+from onboard import git, proc
 from onboard.cache import Row, Sealed, cache_dir, read_sealed, sha1_hex, write_sealed
+from onboard.git.status import TreeState
 from onboard.report import Reporter
 from onboard.workflows.harvest import forms, rank
 from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.stored import Counts, StoredItems, counts_of
 from onboard.workflows.harvest.tags import language
 from onboard.workflows.harvest.target import Target
-from onboard.worktree import TreeState
 
 # scan (the grep and the lexer) is imported where the tree is searched: a warm
 # run reads the whole result from the cache and needs none of it.
@@ -177,7 +177,7 @@ def gather(
         # `git status` runs in its own process while the stored result is read
         # (the usual case is a hit, and the two overlap); whether that result is
         # of this HEAD is checked once git answers.
-        pending = worktree.start_tree_state(target.root)
+        pending = git.status.start_tree_state(target.root)
         try:
             sealed = read_sealed(_cache_file(target, cache), HEADER_SHAPE)
             stored = _stored(target, sealed) if sealed is not None else None

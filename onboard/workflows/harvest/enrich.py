@@ -54,15 +54,15 @@ def history(
             return _history(known["head"], known["commits"], shallow)
     from onboard import git
 
-    if head is None and not git.is_repo(root):
+    if head is None and not git.repository.is_repo(root):
         return RepoHistory(None, 0, False, "not a git repository: no blame")
     # `rev-list --count` walks all of PyTorch's history (~0.5 s); two commits are enough.
-    result = git.git(root, "rev-list", "--max-count=2", "HEAD", check=False)
+    result = git.core.git(root, "rev-list", "--max-count=2", "HEAD", check=False)
     shas = result.stdout.split()
     if not shas:
         return RepoHistory(None, 0, False, "no commit yet: no blame")
     if shallow is None:
-        shallow = git.is_shallow(root)
+        shallow = git.repository.is_shallow(root)
     if path is not None and shas[0] == head:
         _save(path, {"head": head, "shallow": shallow, "commits": len(shas)})
     return _history(shas[0], len(shas), shallow)
@@ -162,7 +162,7 @@ def blame(
     for file, file_items in by_file.items():
         ranges = sorted({(i.line, i.line) for i in file_items})
         try:
-            porcelain = git.blame_porcelain(root, file, ranges)
+            porcelain = git.blame.blame_porcelain(root, file, ranges)
         except OnboardError:
             continue  # untracked or unreadable: no blame for it, the rest goes on
         calls += 1
@@ -195,7 +195,7 @@ def blame_comment(root: Path, item: Item, *, now: float | None = None) -> list[d
     could not blame the file)."""
     from onboard import git
 
-    porcelain = git.blame_porcelain(root, item.path, [(item.line, item.end_line)])
+    porcelain = git.blame.blame_porcelain(root, item.path, [(item.line, item.end_line)])
     now = time.time() if now is None else now
     return [
         {"line": line, **_with_age(info, now)}

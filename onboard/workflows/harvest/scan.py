@@ -130,7 +130,7 @@ def find_candidates(
         return Candidates(name or _searcher_name(rg), hits, time.monotonic() - start, starts)
     from onboard import git
 
-    if not git.is_repo(root):
+    if not git.repository.is_repo(root):
         if searcher == "git":
             raise BadInput(
                 f"{root} is not a git repository, so `git grep` (--searcher git) cannot search it.",
@@ -143,7 +143,9 @@ def find_candidates(
             next_step="Run `pip install ripgrep` (onboard prefers it), or point --repo at a "
             "git checkout.",
         )
-    text = git.grep_null(root, ERE_PATTERN, list(paths) if paths is not None else list(_GLOBS))
+    text = git.worktree.grep_null(
+        root, ERE_PATTERN, list(paths) if paths is not None else list(_GLOBS)
+    )
     found: dict[str, list[int]] = {}
     for row in text.splitlines():
         parts = row.split("\0", 2)

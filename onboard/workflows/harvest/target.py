@@ -62,7 +62,7 @@ def resolve_target(workspace: str | None, repo: str | None) -> Target:
     from onboard import git
 
     try:
-        root = git.get_root(Path.cwd())
+        root = git.repository.get_root(Path.cwd())
     except OnboardError:
         raise OnboardError(
             f"No onboard workspace and no git repository around {Path.cwd()}: nothing to harvest.",

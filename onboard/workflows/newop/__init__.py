@@ -201,11 +201,11 @@ def scaffold(
             manifest.save(ws.root, manifest.Manifest(name, fam, files, branch))
         result.commit = applied.commit
         if applied.hook_failure:
-            from onboard import gitstate
+            from onboard import git
 
             plan.notes.append(
                 f"git switched to {branch}, then a post-checkout hook of yours (in "
-                f"{gitstate.hooks_folder(checkout)}) failed: {applied.hook_failure}"
+                f"{git.state.hooks_folder(checkout)}) failed: {applied.hook_failure}"
             )
         test_file = plan.paths().get("test", f"test/test_{name}.py")
         result.next_steps = [

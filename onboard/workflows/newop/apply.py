@@ -41,30 +41,28 @@ def _write_file(path: Path, text: str) -> None:
 
 
 def preflight(checkout: Path, plan: Plan, branch: str) -> None:
-    if not git.is_repo(checkout):
+    if not git.repository.is_repo(checkout):
         raise OnboardError(
             f"The workspace checkout {checkout} is not a git repository, so new-op cannot put "
             "the scaffold on its own branch.",
             next_step="Recreate the workspace with `onboard setup DIR --from-wheel` (or "
             "`onboard setup DIR`).",
         )
-    if git.head_sha(checkout) is None:
+    if git.refs.head_sha(checkout) is None:
         raise OnboardError(
             f"The checkout {checkout} has no commit yet.",
             next_step="Recreate the workspace with `onboard setup DIR --from-wheel`.",
         )
-    dirty = git.tracked_changes(checkout)
+    dirty = git.status.tracked_changes(checkout)
     if dirty:
-        shown = ", ".join(git.porcelain_path(line) for line in dirty[:5]) + (
-            " ..." if len(dirty) > 5 else ""
-        )
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         raise OnboardError(
             f"The checkout has uncommitted changes to tracked files ({shown}); new-op commits "
             "its scaffold on a new branch and will not mix your changes into it.",
             next_step=f"Commit or stash them (`git -C {quote(checkout)} stash`), then run the "
             "command again.",
         )
-    if git.branch_exists(checkout, branch):
+    if git.refs.branch_exists(checkout, branch):
         raise BadInput(
             f"The branch `{branch}` already exists in {checkout}.",
             next_step=f"Switch to it (`git -C {quote(checkout)} switch {branch}`) to keep working "
@@ -87,8 +85,8 @@ def apply(
     tx.watch(checkout)  # first: it refuses a checkout mid-rebase/merge/bisect by name
     preflight(checkout, plan, branch)
     reporter.step(f"writing {len(plan.changes)} files on branch {branch}")
-    base_branch = git.current_branch(checkout)
-    base_commit = git.head_sha(checkout)
+    base_branch = git.refs.current_branch(checkout)
+    base_commit = git.refs.head_sha(checkout)
     assert base_commit is not None
     hook_failure = tx.switch_new_branch(checkout, branch)
     for change in plan.changes:
@@ -97,10 +95,10 @@ def apply(
             files.make_dirs(path.parent)
         reporter.detail(f"{'create' if change.created else 'edit'} {change.path}")
         _write_file(path, change.after)
-    git.stage_paths(checkout, [c.path for c in plan.changes])
+    git.history.stage_paths(checkout, [c.path for c in plan.changes])
     # The commit object first, the branch moved to it second: the journal knows
     # the new value before the ref holds it, so even a kill in between rolls back.
-    commit = git.commit_index(checkout, message)
+    commit = git.history.commit_index(checkout, message)
     tx.ref_now_at(checkout, f"refs/heads/{branch}", commit)
-    git.update_ref(checkout, f"refs/heads/{branch}", commit, old=base_commit)
+    git.refs.update_ref(checkout, f"refs/heads/{branch}", commit, old=base_commit)
     return Applied(branch, commit, base_branch, base_commit, hook_failure)

@@ -116,8 +116,8 @@ def pytorch_parts(checkout: Path, manifest: manifests.Manifest) -> Step:
     base = manifest.practice.get("base_commit")
     paths = [p for p in (NATIVE_YAML, header) if p]
     changed: list[str] = []
-    if base and git.rev_parse(checkout, base):
-        changed = git.out(checkout, "diff", "--name-only", base, "--", *paths).split()
+    if base and git.refs.rev_parse(checkout, base):
+        changed = git.core.out(checkout, "diff", "--name-only", base, "--", *paths).split()
     if changed:
         return Step(
             what,

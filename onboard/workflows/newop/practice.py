@@ -334,7 +334,7 @@ def practise(
         result.diff = unified_diff(plan)
         result.seconds = time.monotonic() - start
         return result
-    base = git.head_sha(checkout)
+    base = git.refs.head_sha(checkout)
     with transaction.in_workspace(ws.root, command=f"new-op {name}", reporter=reporter) as tx:
         applied = apply.apply(tx, checkout, plan, branch, commit_message(name, plan), reporter)
         files = plan.paths()

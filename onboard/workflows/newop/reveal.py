@@ -113,7 +113,7 @@ def _from_commit(ws: Workspace, name: str, commit: str) -> list[Snippet]:
     found: list[Snippet] = []
     seen: set[tuple[str, int]] = set()
     for what, pattern in _patterns(name):
-        result = git.git(
+        result = git.core.git(
             checkout,
             "grep",
             "-n",
@@ -131,7 +131,7 @@ def _from_commit(ws: Workspace, name: str, commit: str) -> list[Snippet]:
             if (path, int(line)) in seen or not path.endswith((".cpp", ".cu", ".h", ".cuh")):
                 continue
             seen.add((path, int(line)))
-            body = git.out(checkout, "show", f"{commit}:{path}")
+            body = git.core.out(checkout, "show", f"{commit}:{path}")
             found.append(Snippet(path, int(line), what, _snippet(body, int(line))))
     return found
 
@@ -197,8 +197,8 @@ def reveal(ws: Workspace, name: str) -> RevealResult:
             result.notes.append(limitation)
         result.seconds = time.monotonic() - start
         return result
-    commit = ws.commit if ws.commit and git.rev_parse(checkout, ws.commit) else None
-    commit = commit or git.head_sha(checkout)
+    commit = ws.commit if ws.commit and git.refs.rev_parse(checkout, ws.commit) else None
+    commit = commit or git.refs.head_sha(checkout)
     assert commit is not None
     snippets = _yaml_and_header(ws, name, yaml_text) + _from_commit(ws, name, commit)
     result = RevealResult(name, commit, "checkout", snippets)

@@ -53,7 +53,7 @@ class TreeContext:
     def tree_id(self) -> str:
         """The commit the checkout is at (git HEAD), else the installed torch's commit."""
         if self._tree_id is None:
-            self._tree_id = git.head_sha(self.checkout) or self.ws.commit or "no-commit"
+            self._tree_id = git.refs.head_sha(self.checkout) or self.ws.commit or "no-commit"
         return self._tree_id
 
     @property

@@ -109,13 +109,13 @@ class SourceMap:
         if self._changes is None:
             self._changes = {}
             checkout = self.checkout
-            if git.is_repo(checkout):
+            if git.repository.is_repo(checkout):
                 base = self.ws.commit if self.ws.commit else None
-                if base and git.rev_parse(checkout, base) is None:
+                if base and git.refs.rev_parse(checkout, base) is None:
                     head = self.ws.extra.get("head") if self.ws.is_reference else None
-                    base = head if head and git.rev_parse(checkout, str(head)) else None
+                    base = head if head and git.refs.rev_parse(checkout, str(head)) else None
                 if base:
-                    self._changes = git.changes_since(checkout, base)
+                    self._changes = git.status.changes_since(checkout, base)
         return self._changes
 
     @property

@@ -133,7 +133,11 @@ def run(
     if repo is None or workspace is not None:
         ws = ws_mod.find(workspace, writing=True)
     repo_path = resolve_repo(repo, ws.checkout_path if ws else None)
-    if ws is not None and repo is not None and git.get_root(ws.checkout_path) != repo_path:
+    if (
+        ws is not None
+        and repo is not None
+        and git.repository.get_root(ws.checkout_path) != repo_path
+    ):
         ws = None  # --repo names another checkout: the workspace does not describe it
     notes: list[str] = []
 
@@ -150,7 +154,7 @@ def run(
     tests = testplan.tests_for(change)
     label = labels.suggest_label(change.paths)
     hazards = abi.find_hazards(
-        git.diff_text(change.repo, change.merge_base, change.head, abi.SCAN_PATHS)
+        git.history.diff_text(change.repo, change.merge_base, change.head, abi.SCAN_PATHS)
     )
     odd_authors = authors_easycla_cannot_match(change)
     if odd_authors:
@@ -202,7 +206,9 @@ def run(
             "open_blocked": open_blocked,
         }
     )
-    path = draft.draft_location(change, ws.root if ws else None, git.absolute_git_dir(change.repo))
+    path = draft.draft_location(
+        change, ws.root if ws else None, git.repository.git_dir(change.repo)
+    )
     # The draft is kept whatever the push does next (it says where it is).
     with transaction.begin(
         transaction.scope_for_repo(change.repo),

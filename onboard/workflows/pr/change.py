@@ -60,19 +60,19 @@ class Change:
 def resolve_repo(repo: str | os.PathLike[str] | None, workspace_checkout: Path | None) -> Path:
     """--repo, else the workspace checkout, else the git repository around cwd."""
     if repo is not None:
-        return git.named_root(
+        return git.repository.named_root(
             repo,
             next_step="Pass the path of your PyTorch checkout (the git clone your branch is in).",
         )
     if workspace_checkout is not None:
-        return git.get_root(workspace_checkout)
-    return git.get_root(Path.cwd())
+        return git.repository.get_root(workspace_checkout)
+    return git.repository.get_root(Path.cwd())
 
 
 def default_branches(repo: Path) -> set[str]:
     names = set(PROTECTED_BRANCHES)
     for remote in ("origin", "upstream"):
-        head = git.remote_head_branch(repo, remote)
+        head = git.remote.remote_head_branch(repo, remote)
         if head:
             names.add(head)
     return names
@@ -114,14 +114,14 @@ def pick_base(
     measuring against it would sweep upstream commits into the change.
     """
     if base is not None:
-        if git.rev_parse(repo, base) is None:
+        if git.refs.rev_parse(repo, base) is None:
             raise BadInput(  # an argument that cannot work: exit 2, like bisect's --good
                 f"--base {base} is not a commit or branch in {repo}.",
                 next_step="Fetch it first (`git fetch origin main`) or pass another --base.",
             )
         return base
     candidates = list(DEFAULT_BASES)
-    urls = git.remotes(repo)
+    urls = git.remote.remotes(repo)
     origin = urls.get("origin")
     if (
         origin
@@ -132,11 +132,11 @@ def pick_base(
         candidates.remove("upstream/main")
         candidates.insert(0, "upstream/main")
     for candidate in candidates:
-        if git.rev_parse(repo, candidate) is not None:
+        if git.refs.rev_parse(repo, candidate) is not None:
             return candidate
     # A workspace checkout made by `onboard setup` is fetched by sha, so it has
     # no origin/main; the installed torch's commit is where the branch began.
-    if fallback_commit and git.rev_parse(repo, fallback_commit) is not None:
+    if fallback_commit and git.refs.rev_parse(repo, fallback_commit) is not None:
         return fallback_commit
     raise OnboardError(
         f"{repo} has none of {', '.join(DEFAULT_BASES)} to measure the change against.",
@@ -152,7 +152,7 @@ def collect(
     fallback_commit: str | None = None,
     upstream_repo: str = "pytorch/pytorch",
 ) -> Change:
-    branch = git.current_branch(repo)
+    branch = git.refs.current_branch(repo)
     if branch is None:
         raise OnboardError(
             f"HEAD is detached in {repo}, so there is no branch to open a pull request from.",
@@ -166,7 +166,7 @@ def collect(
             next_step="Move your commits to a new branch with `git switch -c my-fix` "
             "(then reset the default branch if you committed there) and run `onboard pr` again.",
         )
-    head = git.head_sha(repo)
+    head = git.refs.head_sha(repo)
     if head is None:
         raise OnboardError(
             f"Branch `{branch}` in {repo} has no commits yet.",
@@ -180,7 +180,7 @@ def collect(
             next_step="Move your commits to a new branch with `git switch -c my-fix` and run "
             "`onboard pr` again.",
         )
-    merge_base = git.merge_base(repo, base_ref, head)
+    merge_base = git.refs.merge_base(repo, base_ref, head)
     if merge_base is None:
         raise OnboardError(
             f"`{branch}` shares no history with {base_ref}, so GitHub could not make a pull "
@@ -188,11 +188,11 @@ def collect(
             next_step="Start the branch from the upstream branch (`git switch -c my-fix "
             "origin/main`) and move your commits there (`git cherry-pick`), or pass --base.",
         )
-    # Not git.status_porcelain: its strip() would eat the first line's leading
+    # Not git.status.status_porcelain: its strip() would eat the first line's leading
     # status column (" M" worktree vs "M " index).
-    status = git.git(repo, "status", "--porcelain=v1").stdout
+    status = git.core.git(repo, "status", "--porcelain=v1").stdout
     uncommitted = tuple(ln for ln in status.splitlines() if ln.strip())
-    commits = tuple(Commit(*c) for c in git.commits_between(repo, merge_base, head))
+    commits = tuple(Commit(*c) for c in git.history.commits_between(repo, merge_base, head))
     if not commits:
         hint = (
             " Your work is still uncommitted: commit it (`git commit -a`) first."
@@ -203,7 +203,9 @@ def collect(
             f"`{branch}` has no commits since it left {base_ref} ({merge_base[:12]}).{hint}",
             next_step="Commit your change on this branch and run `onboard pr` again.",
         )
-    files = tuple(ChangedFile(s, p) for s, p in git.diff_name_status(repo, merge_base, head))
+    files = tuple(
+        ChangedFile(s, p) for s, p in git.history.diff_name_status(repo, merge_base, head)
+    )
     return Change(
         repo=repo,
         branch=branch,

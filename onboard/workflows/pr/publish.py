@@ -70,7 +70,7 @@ class Published:
 
 
 def choose_fork_remote(repo: Path, explicit: str | None, upstream_repo: str) -> tuple[str, str]:
-    found = git.remotes(repo)
+    found = git.remote.remotes(repo)
     add_hint = (
         f"Fork {upstream_repo} on GitHub, then `git remote add fork "
         f"https://github.com/<your-user>/{upstream_repo.split('/')[-1]}.git` and run "
@@ -136,7 +136,7 @@ def push(
     env = credential_env(url, token, api_url)
     shown = redact(url, token.value)
     try:
-        result = git.push_branch(
+        result = git.remote.push_branch(
             change.repo,
             remote,
             change.branch,
@@ -244,6 +244,6 @@ def _pr_base(change: Change, default_branch: str) -> str:
     """The branch the PR merges into: the branch part of a remote base like
     `origin/main`, else the upstream's default branch."""
     remote, _, branch = change.base.partition("/")
-    if branch and remote in git.remotes(change.repo):
+    if branch and remote in git.remote.remotes(change.repo):
         return branch
     return default_branch

@@ -31,7 +31,7 @@ def leftovers(change: Change, ws: Workspace | None) -> list[Unwritten]:
     def read(rel: str) -> str | None:
         if rel not in paths:
             return None
-        shown = git.git(change.repo, "show", f"{change.head}:{rel}", check=False)
+        shown = git.core.git(change.repo, "show", f"{change.head}:{rel}", check=False)
         return shown.stdout if shown.ok else None
 
     found: list[Unwritten] = []
@@ -41,7 +41,7 @@ def leftovers(change: Change, ws: Workspace | None) -> list[Unwritten]:
             if not manifest.is_practice and set(manifest.files.values()) & set(paths):
                 found += unwritten(change.repo, manifest, read)
     covered = {u.location for u in found}
-    listed = git.git(
+    listed = git.core.git(
         change.repo, "grep", "-n", "-F", MARKER, change.head, "--", *paths, check=False
     )
     for row in listed.stdout.splitlines():

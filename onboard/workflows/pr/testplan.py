@@ -62,7 +62,9 @@ def ops_in_change(change: Change) -> list[str]:
     if match:
         names.append(match.group("name"))
     if NATIVE_FUNCTIONS in change.paths:
-        diff = git.diff_text(change.repo, change.merge_base, change.head, [NATIVE_FUNCTIONS])
+        diff = git.history.diff_text(
+            change.repo, change.merge_base, change.head, [NATIVE_FUNCTIONS]
+        )
         for line in diff.splitlines():
             m = _ADDED_FUNC.match(line)
             if m:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from onboard import cache, git_history
+from onboard import cache, git
 from onboard.workflows.reviews import trailers
 from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.tree import Tree
@@ -43,7 +43,7 @@ class Skipped:
 
 @dataclass
 class Blamed:
-    lines: list[git_history.BlameLine]
+    lines: list[git.blame.BlameLine]
     commits: dict[str, Landed]
     ignored_listed: int  # how many commits of the ignore file this history holds
     skipped: list[Skipped] = field(default_factory=list)
@@ -61,13 +61,13 @@ def listed_ignore_revs(tree: Tree) -> list[str]:
     listed = [w for ln in text.splitlines() if (w := ln.split("#", 1)[0].strip()) and _SHA.match(w)]
     if not listed:
         return []
-    shallow = " ".join(git_history.shallow_boundary(tree.repo))
-    key = cache.sha1_hex(f"{git_history.git_dir(tree.repo)}\0{shallow}\0{text}".encode())
+    shallow = " ".join(git.repository.shallow_boundary(tree.repo))
+    key = cache.sha1_hex(f"{git.repository.git_dir(tree.repo)}\0{shallow}\0{text}".encode())
     path = cache.cache_dir("reviews", f"ignore-revs-{key[:16]}.json")
     kept = cache.read_valid(path, _IGNORED)
     if kept and kept["key"] == key:
         return list(kept["present"])
-    present = git_history.present_commits(tree.repo, listed)
+    present = git.history.present_commits(tree.repo, listed)
     found = [sha for sha in listed if sha in present]
     cache.write_json(path, {"key": key, "present": found})
     return found
@@ -76,14 +76,14 @@ def listed_ignore_revs(tree: Tree) -> list[str]:
 def commit_infos(tree: Tree, shas: set[str]) -> dict[str, Landed]:
     wanted = [s for s in shas if s != NOT_COMMITTED]
     out = {}
-    for sha, entry in git_history.messages(tree.repo, wanted).items():
+    for sha, entry in git.history.messages(tree.repo, wanted).items():
         out[sha] = Landed.of(sha, entry.date, entry.author, entry.message)
     return out
 
 
 def blame(tree: Tree, path: str, ranges: Sequence[tuple[int, int]], *, walk: bool) -> Blamed:
     ignore = listed_ignore_revs(tree)
-    lines = git_history.blame(tree.repo, path, ranges, ignore_revs=ignore)
+    lines = git.blame.blame(tree.repo, path, ranges, ignore_revs=ignore)
     commits = commit_infos(tree, {ln.sha for ln in lines})
     result = Blamed(lines, commits, len(ignore))
     if not walk:
@@ -94,7 +94,7 @@ def blame(tree: Tree, path: str, ranges: Sequence[tuple[int, int]], *, walk: boo
         if not added:
             break
         skip += added
-        result.lines = git_history.blame(tree.repo, path, ranges, ignore_revs=[*ignore, *skip])
+        result.lines = git.blame.blame(tree.repo, path, ranges, ignore_revs=[*ignore, *skip])
         commits.update(commit_infos(tree, {ln.sha for ln in result.lines} - set(commits)))
     return result
 
@@ -116,7 +116,7 @@ def _walk_round(tree: Tree, result: Blamed, skip: list[str]) -> list[str]:
             added.append(sha)
             reverted = info.trailers.reverts_sha
             if reverted and len(reverted) == 40:
-                added += sorted(git_history.present_commits(tree.repo, [reverted]))
+                added += sorted(git.history.present_commits(tree.repo, [reverted]))
         elif kind == trailers.RELAND and sha not in result.originals:
             result.originals[sha] = original_prs(tree, info)
             continue
@@ -138,7 +138,7 @@ def original_prs(tree: Tree, reland: Landed) -> list[int]:
     if len(title) < 8:
         return []
     prs = []
-    for entry in git_history.grep_messages(tree.repo, title):
+    for entry in git.history.grep_messages(tree.repo, title):
         parsed = trailers.parse(entry.message)
         if entry.sha != reland.sha and parsed.kind == trailers.CHANGE and parsed.pr:
             prs.append(parsed.pr)
@@ -149,7 +149,7 @@ def original_commits(tree: Tree, numbers: list[int]) -> dict[int, Landed]:
     """The commits that landed these pull requests, where this history holds them."""
     out = {}
     for number in numbers:
-        for entry in git_history.grep_messages(
+        for entry in git.history.grep_messages(
             tree.repo, f"/pull/{number}$", fixed=False, max_count=5
         ):
             parsed = trailers.parse(entry.message)

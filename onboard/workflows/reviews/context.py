@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from onboard import git_history
+from onboard import git
 from onboard.report import Reporter
 from onboard.workflows.reviews import pulls, trailers
 from onboard.workflows.reviews.comments import Thread, find_in
@@ -68,9 +68,9 @@ class Context:
                 except OSError:
                     text = None
             else:
-                text = git_history.file_at(self.tree.repo, self.tree.commit or "HEAD", path)
+                text = git.history.file_at(self.tree.repo, self.tree.commit or "HEAD", path)
                 if text is None and self.tree.commit:  # a checkout moved off the commit
-                    text = git_history.file_at(self.tree.repo, "HEAD", path)
+                    text = git.history.file_at(self.tree.repo, "HEAD", path)
             self._files[path] = text.splitlines() if text is not None else None
         return self._files[path]
 

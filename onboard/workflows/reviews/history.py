@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from onboard import cache, git_history
+from onboard import cache, git
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.units import human_bytes
@@ -108,12 +108,12 @@ class Approval:
 def default_since(tree: Tree) -> str:
     """Two years before the checkout's commit (fixed, so a second run fetches nothing)."""
     rev = tree.commit or "HEAD"
-    when = dt.datetime.fromtimestamp(git_history.commit_time(tree.repo, rev), dt.timezone.utc)
+    when = dt.datetime.fromtimestamp(git.history.commit_time(tree.repo, rev), dt.timezone.utc)
     return (when - dt.timedelta(days=365 * DEFAULT_YEARS)).strftime("%Y-%m-%d")
 
 
 def _state_file(tree: Tree) -> Any:
-    key = cache.sha1_hex(str(git_history.git_dir(tree.repo)).encode())
+    key = cache.sha1_hex(str(git.repository.git_dir(tree.repo)).encode())
     return cache.cache_dir("reviews", f"history-{key}.json")
 
 
@@ -128,7 +128,7 @@ def ensure(
             "has no git history, so blame is not possible here and the commits of each file "
             "come from GitHub's API (and the cache).",
         )
-    boundary = git_history.shallow_boundary(tree.repo)
+    boundary = git.repository.shallow_boundary(tree.repo)
     if not boundary:
         return HistoryState("full")
     digest = cache.sha1_hex(" ".join(boundary).encode())
@@ -152,7 +152,7 @@ def ensure(
             "run once online to fetch its history (commits and trees, no file contents).",
         )
     fetched = _fetch(tree, wanted, reporter)
-    boundary = git_history.shallow_boundary(tree.repo)
+    boundary = git.repository.shallow_boundary(tree.repo)
     digest = cache.sha1_hex(" ".join(boundary).encode())
     cache.write_json(state_path, {"since": wanted, "shallow": digest})
     return HistoryState("fetched", since=wanted, bytes_fetched=fetched, fetched_now=True)
@@ -161,7 +161,7 @@ def ensure(
 def _fetch(tree: Tree, since: str, reporter: Reporter) -> int:
     from onboard import transaction  # (only here: a warm run needs none of it)
 
-    rev = tree.commit or git_history.head(tree.repo)  # a sha: `fetch origin HEAD` is theirs
+    rev = tree.commit or git.refs.head_sha(tree.repo) or ""  # a sha: `fetch origin HEAD` is theirs
     what = f"fetching history since {since} (commits and trees, no file contents)"
     with transaction.begin(
         transaction.scope_for_repo(tree.repo),
@@ -176,7 +176,7 @@ def _fetch(tree: Tree, since: str, reporter: Reporter) -> int:
             def progress(done: int, total: int) -> None:
                 task.update(completed=done, total=total, detail="objects")
 
-            report = git_history.fetch_history(
+            report = git.remote.fetch_history(
                 tree.repo, "origin", rev, since=since, on_progress=progress, on_line=reporter.detail
             )
     if not report.ok:
@@ -199,21 +199,21 @@ def prefetch_contents(tree: Tree, path: str, *, offline: bool, reporter: Reporte
     """Fetch the contents of every version of ``path`` in one request, before blame
     reads them (in a blobless history git fetches them one request each). Once per
     history and file; nothing offline, nothing outside onboard's own clone."""
-    if offline or tree.kind != "clone" or not git_history.is_partial(tree.repo):
+    if offline or tree.kind != "clone" or not git.repository.is_partial(tree.repo):
         return
-    head = git_history.head(tree.repo)
-    shallow = " ".join(git_history.shallow_boundary(tree.repo))
-    key = cache.sha1_hex(f"{git_history.git_dir(tree.repo)}\0{head}\0{shallow}\0{path}".encode())
+    head = git.refs.head_sha(tree.repo) or ""
+    shallow = " ".join(git.repository.shallow_boundary(tree.repo))
+    key = cache.sha1_hex(f"{git.repository.git_dir(tree.repo)}\0{head}\0{shallow}\0{path}".encode())
     state = cache.cache_dir("reviews", "contents", f"{key}.json")
     if cache.read_valid(state, _DONE).get("key") == key:
         return
-    missing = git_history.missing_blobs(tree.repo, path)
+    missing = git.remote.missing_blobs(tree.repo, path)
     if missing:
         reporter.step(f"fetching {len(missing)} version(s) of {path} (file contents, once)")
-        before = git_history.pack_bytes(tree.repo)
-        if git_history.fetch_objects(tree.repo, "origin", missing) != 0:
+        before = git.repository.pack_bytes(tree.repo)
+        if git.remote.fetch_objects(tree.repo, "origin", missing) != 0:
             return  # blame still gets each one on demand
-        reporter.detail(f"{human_bytes(git_history.pack_bytes(tree.repo) - before)}")
+        reporter.detail(f"{human_bytes(git.repository.pack_bytes(tree.repo) - before)}")
     cache.write_json(state, {"key": key})
 
 
@@ -222,7 +222,7 @@ def prefetch_contents(tree: Tree, path: str, *, offline: bool, reporter: Reporte
 
 def landed_for(tree: Tree, target: Target, *, since: str | None, limit: int) -> list[Landed]:
     """The commits that changed ``target`` (newest first, at most ``limit``)."""
-    entries = git_history.log_for_path(tree.repo, target.path, since=since, max_count=limit)
+    entries = git.history.log_for_path(tree.repo, target.path, since=since, max_count=limit)
     return [
         Landed.of(e.sha, e.date, e.author, e.message, target.path, e.path or target.path)
         for e in entries
@@ -300,15 +300,15 @@ def kept_landed(
     """``compute()``, kept per history, file and question: the same question about
     the same history is answered from the cache (a `git log --follow` over years
     of PyTorch takes seconds per file)."""
-    head = git_history.head(tree.repo)
-    shallow = " ".join(git_history.shallow_boundary(tree.repo))
+    head = git.refs.head_sha(tree.repo) or ""
+    shallow = " ".join(git.repository.shallow_boundary(tree.repo))
     content = ""
     if target.ranges:  # blame reads the working tree: its edits change the answer
         try:
             content = cache.sha1_hex((tree.repo / target.path).read_bytes())
         except OSError:
             content = "-"
-    text = f"{git_history.git_dir(tree.repo)}\0{head}\0{shallow}\0{target}\0{parts}\0{content}"
+    text = f"{git.repository.git_dir(tree.repo)}\0{head}\0{shallow}\0{target}\0{parts}\0{content}"
     key = cache.sha1_hex(text.encode())
     path = cache.cache_dir("reviews", "landed", key[:2], f"{key}.json")
     kept = cache.read_valid(path, _KEPT)

@@ -59,9 +59,9 @@ def _op_files(ctx: Context, op: str, workspace: str | None, reporter: Reporter) 
     try:
         answer = where(op, workspace=workspace, reporter=reporter)
     except BadInput as exc:
-        from onboard import git_history
+        from onboard import git
 
-        files = closest_names(op, git_history.tracked_files(ctx.tree.repo), n=3)
+        files = closest_names(op, git.status.tracked_files(ctx.tree.repo), n=3)
         also = f" Files with a close name: {', '.join(files)}." if files else ""
         raise BadInput(
             f"{op!r} is not a file in the checkout, and as an op: {exc.message}{also}",

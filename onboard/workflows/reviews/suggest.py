@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import git_history
+from onboard import git
 from onboard.errors import OnboardError
 from onboard.workflows.reviews import merge_rules, trailers
 
@@ -46,7 +46,7 @@ def reviewers(repo: Path, paths: list[str], *, most: int = 5) -> list[Suggestion
     approved: dict[str, list[str]] = {}
     try:
         for path in paths[:_PATHS_READ]:
-            for entry in git_history.log_for_path(
+            for entry in git.history.log_for_path(
                 repo, path, max_count=_COMMITS_READ, follow=False
             ):
                 for login in trailers.parse(entry.message).approvers:

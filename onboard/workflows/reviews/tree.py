@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import git_history
+from onboard import git
 from onboard.errors import BadInput, NoWorkspace
 from onboard.workspace import CLONE, Workspace
 
@@ -62,7 +62,7 @@ def open_tree(workspace: str | None, repo: str | None, upstream: str = DEFAULT_U
     ws = ws_mod.find(workspace) if (repo is None or workspace is not None) else None
     if repo is not None:
         named = Path(repo).expanduser()
-        top = git_history.toplevel(named) if named.is_dir() else None
+        top = git.repository.toplevel(named) if named.is_dir() else None
         if top is None:
             state = "does not exist" if not named.exists() else "is not inside a git repository"
             raise BadInput(
@@ -75,7 +75,7 @@ def open_tree(workspace: str | None, repo: str | None, upstream: str = DEFAULT_U
     elif ws is not None:
         root = ws.checkout_path.resolve()
     else:
-        top = git_history.toplevel(Path.cwd())
+        top = git.repository.toplevel(Path.cwd())
         if top is None:
             raise NoWorkspace(
                 f"No PyTorch checkout here: {Path.cwd()} is neither in an onboard workspace "
@@ -111,10 +111,10 @@ def repo_path(tree: Tree, name: str, *, tracked: list[str] | None = None) -> str
             return rel.as_posix()
     rel_name = name.lstrip("./")
     if not tree.is_reference:
-        renamed = git_history.renamed_to(tree.repo, rel_name)
+        renamed = git.history.renamed_to(tree.repo, rel_name)
         if renamed and (tree.repo / renamed).is_file():
             return renamed
-    files = tracked if tracked is not None else git_history.tracked_files(tree.repo)
+    files = tracked if tracked is not None else git.status.tracked_files(tree.repo)
     closest = closest_names(rel_name, files)
     hint = f" Closest names: {', '.join(closest)}." if closest else ""
     raise BadInput(
@@ -208,7 +208,7 @@ def resolve_targets(
         exists = (Path(name).expanduser().exists()) or (tree.repo / name).exists()
         if exists or looks_like_path(name):
             if tracked is None and not exists:
-                tracked = git_history.tracked_files(tree.repo)
+                tracked = git.status.tracked_files(tree.repo)
             targets.append(Target(repo_path(tree, name, tracked=tracked), (), "named"))
         else:
             ops.append(name)

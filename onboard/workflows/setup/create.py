@@ -49,8 +49,8 @@ def create(req: SetupRequest, installed: Installed) -> SetupResult:
     result.actions.append(f"workspace moved into place at {req.root}")
     # git's stat cache, written with the checkout, marks the files written in the same
     # second as unsure; refreshed once now, a read-only `git status` (which writes no
-    # cache back: gitlock.read_only_env) need not re-read them on every call.
-    git.refresh_index(req.root / CHECKOUT_DIR)
+    # cache back: git.core.read_only_env) need not re-read them on every call.
+    git.status.refresh_index(req.root / CHECKOUT_DIR)
     return result
 
 

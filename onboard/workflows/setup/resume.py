@@ -96,17 +96,17 @@ def _reference_commits(repo: Path, old: workspace.Workspace) -> list[tuple[str, 
     ]
     found: list[tuple[str, dict[str, str]]] = []
     for name in names:
-        sha = git.rev_parse(repo, name) if name else None
+        sha = git.refs.rev_parse(repo, name) if name else None
         if sha and sha not in [s for s, _ in found]:
-            trailers = reference_tree.trailers(git.commit_message(repo, sha))
+            trailers = reference_tree.trailers(git.history.commit_message(repo, sha))
             if trailers.get("Onboard-Torch-Version"):
                 found.append((sha, trailers))
     return found
 
 
 def _where(repo: Path) -> str:
-    branch = git.current_branch(repo)
-    head = git.head_sha(repo) or ""
+    branch = git.refs.current_branch(repo)
+    head = git.refs.head_sha(repo) or ""
     return f"branch `{branch}`" if branch else f"a detached HEAD at {head[:12]}"
 
 
@@ -121,7 +121,7 @@ def _reference(
     assert env.torch is not None
     version, commit = env.torch.version, env.commit.sha or "unknown"
     candidates = _reference_commits(repo, old)
-    branch = git.current_branch(repo)
+    branch = git.refs.current_branch(repo)
     match = next(
         (
             sha
@@ -133,7 +133,7 @@ def _reference(
     if match is not None:
         return _reference_kept(req, installed, old, repo, match, branch)
 
-    ref_sha = git.ref_value(repo, reference_tree.BRANCH)
+    ref_sha = git.refs.ref_value(repo, reference_tree.BRANCH)
     found = candidates[0][1] if candidates else {}
     if candidates and ref_sha != candidates[0][0]:
         # `reference` holds the user's commits (or is gone): the new reference
@@ -148,9 +148,9 @@ def _reference(
     tree = installed.tree_plan()
     needed = disk.check(req, tree)
     tx.own_ref(repo, reference_tree.NEXT_REF)
-    if git.ref_value(repo, reference_tree.NEXT_REF):
-        git.delete_ref(
-            repo, reference_tree.NEXT_REF, git.ref_value(repo, reference_tree.NEXT_REF) or ""
+    if git.refs.ref_value(repo, reference_tree.NEXT_REF):
+        git.refs.delete_ref(
+            repo, reference_tree.NEXT_REF, git.refs.ref_value(repo, reference_tree.NEXT_REF) or ""
         )
     with req.reporter.task("writing the new reference commit with git fast-import", total=None):
         new = reference_tree.add_commit(
@@ -166,8 +166,8 @@ def _reference(
     result = begin(req, installed.env, "resumed")
     result.disk = needed
     _follow_reference(tx, repo, result, new, ref_sha, branch, old_tag, previous, version)
-    git.delete_ref(repo, reference_tree.NEXT_REF, new)
-    result.head = git.head_sha(repo)
+    git.refs.delete_ref(repo, reference_tree.NEXT_REF, new)
+    result.head = git.refs.head_sha(repo)
     result.reference = sources.reference_record(tree, new)
     result.actions.append(
         f"reference commit {new[:12]} for torch {version} (tag {reference_tree.tag_name(version)})"
@@ -188,10 +188,10 @@ def _reference_kept(
     version = installed.torch.version
     req.reporter.step(f"{repo} already holds the reference tree of torch {version}")
     result = begin(req, installed.env, "unchanged")
-    result.head = git.head_sha(repo)
+    result.head = git.refs.head_sha(repo)
     result.reference = {**(old.extra.get("reference") or {}), "commit": match}
     result.actions.append("reference tree kept as it is")
-    if branch != "reference" or git.ref_value(repo, reference_tree.BRANCH) != match:
+    if branch != "reference" or git.refs.ref_value(repo, reference_tree.BRANCH) != match:
         result.notes.append(
             f"the checkout is on {_where(repo)} (your work, left as it is); onboard's "
             f"reference commit for torch {version} is {match[:12]}"
@@ -216,14 +216,14 @@ def _follow_reference(
     else say how the user moves it (``ref_sha`` None: the branch is not onboard's)."""
     on_reference = branch == reference_tree.BRANCH.removeprefix("refs/heads/")
     ref = reference_tree.BRANCH
-    if git.ref_value(repo, ref) is None:
+    if git.refs.ref_value(repo, ref) is None:
         tx.create_ref(repo, ref, new)
     elif ref_sha is None:
         result.notes.append(
             f"`reference` holds commits that are not onboard's, so it was left as it is; torch "
             f"{version}'s reference tree is the tag {reference_tree.tag_name(version)}"
         )
-    elif on_reference and not git.tracked_changes(repo):
+    elif on_reference and not git.status.tracked_changes(repo):
         try:
             tx.fast_forward(repo, "reference", new, ref_sha)
             result.actions.append(f"`reference` fast-forwarded to {new[:12]} (checked out)")
@@ -260,7 +260,7 @@ def _keep_tag(tx: transaction.Transaction, repo: Path, name: str, sha: str | Non
     if sha is None:
         return None
     ref = f"refs/tags/{name}"
-    current = git.ref_value(repo, ref)
+    current = git.refs.ref_value(repo, ref)
     if current is None:
         tx.create_ref(repo, ref, sha)
         return name
@@ -284,15 +284,15 @@ def _clone(
     tx: transaction.Transaction,
 ) -> SetupResult:
     what, kind, tag, nightly = installed.target(req.commit)
-    head = git.head_sha(repo)
-    branch = git.current_branch(repo)
-    recorded = old.commit if old.commit and git.rev_parse(repo, old.commit) else None
+    head = git.refs.head_sha(repo)
+    branch = git.refs.current_branch(repo)
+    recorded = old.commit if old.commit and git.refs.rev_parse(repo, old.commit) else None
     same_target = old.extra.get("target") == (req.commit or what) or what == old.commit
     if same_target and recorded:
         return _clone_kept(req, installed, old, repo, head, recorded, kind, tag)
 
-    if req.remote and git.remote_url(repo) not in (None, req.remote):
-        git.git(repo, "remote", "set-url", "origin", req.remote)
+    if req.remote and git.remote.remote_url(repo) not in (None, req.remote):
+        git.core.git(repo, "remote", "set-url", "origin", req.remote)
     result = begin(req, installed.env, "resumed")
     result.disk = disk.check(req, None)
     stats = FetchStats()
@@ -315,7 +315,7 @@ def _clone(
         name = _commit_tag(old.commit_kind, old.torch_version, recorded)
         old_tag = _keep_tag(tx, repo, name, recorded) or recorded
     _follow_clone(tx, repo, result, sha, head, branch, recorded, new_tag, old_tag, old)
-    result.head = git.head_sha(repo)
+    result.head = git.refs.head_sha(repo)
     result.actions.append(f"fetched {sha[:12]} from {req.remote}")
     if req.with_submodules and result.head == sha:
         sources.update_submodules(req, repo, result)
@@ -337,7 +337,7 @@ def _clone_kept(
     req.reporter.step(f"{repo} already has {recorded[:12]}: checking the files")
     result = begin(req, installed.env, "unchanged")
     result.commit, result.commit_kind, result.tag, result.head = recorded, kind, tag, head
-    result.remote = git.remote_url(repo) or req.remote
+    result.remote = git.remote.remote_url(repo) or req.remote
     result.notes += [n for n in old.notes if n not in result.notes]
     result.actions.append("checkout kept as it is")
     if head != recorded:

@@ -82,7 +82,7 @@ def existing_workspace(root: Path) -> workspace.Workspace | None:
 def reference_clone(reference: str | os.PathLike[str]) -> Path:
     """``--reference``: an existing git clone to borrow objects from."""
     path = Path(reference).expanduser().absolute()
-    if not path.is_dir() or not git.is_repo(path):
+    if not path.is_dir() or not git.repository.is_repo(path):
         raise BadInput(
             f"--reference {path} is not a git clone.",
             next_step="Pass the folder of an existing PyTorch clone, or drop --reference.",

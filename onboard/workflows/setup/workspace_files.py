@@ -38,7 +38,7 @@ def write(req: SetupRequest, env: torchenv.TorchEnv, at: Path, result: SetupResu
         )
         for a in actions
     ]
-    if git.add_exclude(repo, "/.vscode/"):
+    if git.repository.add_exclude(repo, "/.vscode/"):
         result.actions.append("added /.vscode/ to .git/info/exclude (kept out of git status)")
     gdb_path = at / GDB_FILE
     files.write_text(gdb_path, ide.gdb_script(prefix, final_checkout, req.root / GDB_FILE))

@@ -183,7 +183,7 @@ class Mapper:
                 rf"^[A-Za-z_][^;=(]*[[:space:]*&]{re.escape(name.function)}[[:space:]]*\("
             )
         try:
-            text = git.grep_null(checkout, "|".join(alternatives), _CPP_SPECS, timeout=60)
+            text = git.worktree.grep_null(checkout, "|".join(alternatives), _CPP_SPECS, timeout=60)
         except OnboardError:
             text = ""
         hits: list[tuple[str, int, str]] = []

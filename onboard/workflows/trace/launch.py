@@ -25,7 +25,7 @@ from typing import Any
 
 from onboard import proc
 from onboard.errors import BadInput, OnboardError, ProcTimeout
-from onboard.proctree import Leftover, left_note
+from onboard.proc import Leftover, left_note
 from onboard.redact import redact
 from onboard.report import Reporter
 from onboard.shell import quote

@@ -2,7 +2,7 @@
 (and a child's output read until its own process exits: ``output_until_exit``).
 
 Read from Linux's /proc (elsewhere there is nothing to read, and callers fall
-back to process-group kills). ``proc`` marks every child it starts with a
+back to process-group kills). ``spawn`` marks every child it starts with a
 token in its environment, which everything the child starts inherits: that
 finds descendants that left the process tree (a daemon re-parented to init)
 or the child's process group (``setsid``).

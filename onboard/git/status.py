@@ -1,19 +1,104 @@
-"""The state of a git work tree: HEAD and the size and mtime of every changed file.
+"""What the work tree holds against HEAD: `git status` (now, or started ahead and read
+later), the paths that changed, the files the index tracks, and the stat cache.
 
-What a result cached per tree is kept for (harvest's): the same state again
-means the same files.
+A result kept per tree (harvest's) is keyed by ``TreeState``: HEAD and the size and
+mtime of every changed file; the same state again means the same files.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from onboard import proc
 from onboard.errors import OnboardError
+from onboard.git import core, refs
+from onboard.git.core import PathLike
+
+
+def status_porcelain(repo: PathLike, *, untracked: bool = True) -> list[str]:
+    """`git status --porcelain=v1` lines, each ``XY path`` with its two status columns
+    intact (not `core.out()`: stripping the output would eat the first line's leading space
+    and shift its path by one character)."""
+    args = ["status", "--porcelain=v1"]
+    if not untracked:
+        args.append("--untracked-files=no")
+    return [ln for ln in core.git(repo, *args).stdout.splitlines() if ln.strip()]
+
+
+def porcelain_path(line: str) -> str:
+    """The path of one `status_porcelain` line (the new name of a rename)."""
+    path = line[3:]
+    return path.split(" -> ", 1)[-1]
+
+
+def tracked_changes(repo: PathLike) -> list[str]:
+    """Paths of tracked files that differ from HEAD, in the index or the work tree
+    (``-z``: names with spaces or non-ASCII come through as they are)."""
+    raw = core.git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=no").stdout
+    fields = raw.split("\0")
+    paths: list[str] = []
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        paths.append(entry[3:])
+        if entry[0] in "RC":  # a rename's old name follows as a field of its own
+            paths.append(fields[i])
+            i += 1
+    return paths
+
+
+def tracked_files(repo: PathLike) -> list[str]:
+    """Every path the index tracks."""
+    return core.git(repo, "ls-files", "-z", timeout=300, whole=False).stdout.split("\x00")[:-1]
+
+
+def changes_since(repo: PathLike, base: str) -> dict[str, str]:
+    """Paths that differ from ``base`` in the working tree: ``added`` or ``modified``
+    (committed since, staged, unstaged or untracked alike).
+
+    One scan of the working tree (`git status`) plus, when HEAD moved past
+    ``base``, a tree-to-tree diff that reads no files.
+    """
+    changes: dict[str, str] = {}
+    head = refs.head_sha(repo)
+    if head and head != base:
+        diff = core.git(repo, "diff", "--name-status", "--no-renames", base, head, check=False)
+        for line in diff.stdout.splitlines():
+            kind, _, path = line.partition("\t")
+            if kind[:1] == "A":
+                changes[path] = "added"
+            elif kind[:1] in ("M", "T"):
+                changes[path] = "modified"
+    tree = core.git(
+        repo, "status", "--porcelain=v1", "--untracked-files=all", "--no-renames", check=False
+    )
+    for line in tree.stdout.splitlines():
+        code, path = line[:2], line[3:]
+        if code == "??" or "A" in code:
+            changes[path] = "added"
+        elif code.strip() and "D" not in code and changes.get(path) != "added":
+            changes[path] = "modified"
+    return changes
+
+
+def refresh_index(repo: PathLike) -> None:
+    """Bring git's stat cache up to date (a writer's `git update-index --refresh`); a
+    failure only leaves it as it was."""
+    core.git(repo, "update-index", "-q", "--refresh", check=False)
+
+
+def tree_matches_head(repo: PathLike) -> bool:
+    """No tracked file differs from HEAD, in the index or the work tree (one cheap call)."""
+    return core.git(repo, "diff-index", "--quiet", "HEAD", "--", check=False).returncode == 0
+
+
+# --- `git status --porcelain=v2`, started now and read when wanted ---------------
 
 
 @dataclass(frozen=True)
@@ -69,15 +154,11 @@ def start_tree_state(root: Path) -> PendingState:
     return PendingState(root)
 
 
-# --------------------------------------------------------------------------
-# `git status --porcelain=v2`, started now and read when wanted
-
-
 class PendingStatus:
     """``status_v2`` started now: git works on while the caller does other things;
     ``result()`` waits for it (``stop()`` when the answer is no longer wanted)."""
 
-    def __init__(self, repo: str | os.PathLike[str], timeout: float) -> None:
+    def __init__(self, repo: PathLike, timeout: float) -> None:
         self._repo = repo
         self._timeout = timeout
         # Untracked folders are listed as folders first and only those are walked
@@ -107,37 +188,31 @@ class PendingStatus:
         self._running.stop()
 
 
-def start_status_v2(repo: str | os.PathLike[str], *, timeout: float = 120) -> PendingStatus:
+def start_status_v2(repo: PathLike, *, timeout: float = 120) -> PendingStatus:
     return PendingStatus(repo, timeout)
 
 
 def _start_status(
-    repo: str | os.PathLike[str], untracked: str, pathspec: Sequence[str], timeout: float
+    repo: PathLike, untracked: str, pathspec: Sequence[str], timeout: float
 ) -> proc.Running:
-    # Not under ``signals.critical`` as other git calls are: with no optional lock
-    # (``gitlock.read_only_env``), status writes nothing, not even git's stat cache, so it
+    # Started ahead and not whole, as no other git call is: with no optional lock
+    # (``core.read_only_env``), status writes nothing, not even git's stat cache, so it
     # never holds index.lock when another writer needs it. (The price: git never
     # writes back the stat data it refreshed, so the files of a tree written in the
     # same second as its index are re-read on each call until a writer refreshes it.)
-    return proc.start(
-        [
-            "git",
-            "-C",
-            os.fspath(repo),
-            "status",
-            "--porcelain=v2",
-            "-z",
-            "--branch",
-            "--no-ahead-behind",
-            f"--untracked-files={untracked}",
-            "--no-renames",
-            "--ignore-submodules=dirty",
-            *(["--", *(f":(literal){p}" for p in pathspec)] if pathspec else []),
-        ],
-        check=False,
+    return core.start(
+        repo,
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--no-ahead-behind",
+        f"--untracked-files={untracked}",
+        "--no-renames",
+        "--ignore-submodules=dirty",
+        *(["--", *(f":(literal){p}" for p in pathspec)] if pathspec else []),
         timeout=timeout,
         what="`git status`",
-        extra_env={"GIT_OPTIONAL_LOCKS": "0"},  # (gitlock.read_only_env)
     )
 
 

@@ -4,7 +4,8 @@ The user's own git runs between and during onboard's steps, so a rollback
 asks, before every write back: is HEAD still where onboard put it, is each
 changed file still what onboard wrote, did onboard (by its reflog name) or
 the user move this ref, is git in the middle of the user's own operation.
-Plain types out; every call goes through ``git.git`` (and so ``proc``).
+Plain types out; every call goes through ``core.git``. (The paths that changed are
+``status.tracked_changes``; the branches each work tree has out, ``worktree``'s.)
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from onboard import git
-
-PathLike = str | os.PathLike[str]
+from onboard.git import core, refs, repository
+from onboard.git.core import PathLike
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ _OPERATIONS: tuple[tuple[str, Operation], ...] = (
 def operation_in_progress(repo: PathLike) -> Operation | None:
     """The rebase, merge, cherry-pick, revert, am or bisect the user has started
     in this work tree and not finished, if any."""
-    folder = git.git_dir(repo)
+    folder = repository.git_dir(repo)
     for marker, operation in _OPERATIONS:
         if (folder / marker).exists():
             return operation
@@ -61,7 +61,7 @@ def operation_in_progress(repo: PathLike) -> Operation | None:
 
 def reflog_newest(repo: PathLike, ref: str) -> tuple[str, str] | None:
     """(sha, message) of the newest reflog entry of ``ref``; None without a reflog."""
-    result = git.git(repo, "log", "-g", "-1", "--format=%H %gs", ref, "--", check=False)
+    result = core.git(repo, "log", "-g", "-1", "--format=%H %gs", ref, "--", check=False)
     line = result.stdout.strip()
     if result.returncode != 0 or not line:
         return None
@@ -69,55 +69,19 @@ def reflog_newest(repo: PathLike, ref: str) -> tuple[str, str] | None:
     return sha, message
 
 
-def tracked_changes(repo: PathLike) -> list[str]:
-    """Paths of tracked files that differ from HEAD, in the index or the work tree
-    (``-z``: names with spaces or non-ASCII come through as they are)."""
-    raw = git.git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=no").stdout
-    fields = raw.split("\0")
-    paths: list[str] = []
-    i = 0
-    while i < len(fields):
-        entry = fields[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        paths.append(entry[3:])
-        if entry[0] in "RC":  # a rename's old name follows as a field of its own
-            paths.append(fields[i])
-            i += 1
-    return paths
-
-
 def paths_only_in(repo: PathLike, target: str, head: str) -> list[str]:
     """Paths ``target`` tracks that ``head`` does not: a checkout of ``target``
     writes them, over an untracked file of the same name if one is there."""
-    raw = git.git(
+    raw = core.git(
         repo, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", head, target
     ).stdout
     return [p for p in raw.split("\0") if p]
 
 
-def checked_out_branches(repo: PathLike) -> dict[str, Path]:
-    """``refs/heads/NAME`` -> the work tree that has it checked out (every worktree)."""
-    found: dict[str, Path] = {}
-    where: Path | None = None
-    for line in git.out(repo, "worktree", "list", "--porcelain").splitlines():
-        if line.startswith("worktree "):
-            where = Path(line[len("worktree ") :])
-        elif line.startswith("branch ") and where is not None:
-            found[line[len("branch ") :]] = where
-    return found
-
-
 def blob_of_file(repo: PathLike, path: Path, *, as_path: str) -> str | None:
     """The blob git would store for the file at ``path`` under the name ``as_path``
     (its clean filters, ``core.autocrlf`` among them, applied)."""
-    result = git.git(repo, "hash-object", f"--path={as_path}", "--", os.fspath(path), check=False)
-    return (result.stdout.strip() or None) if result.returncode == 0 else None
-
-
-def blob_at(repo: PathLike, rev: str, path: str) -> str | None:
-    result = git.git(repo, "rev-parse", "-q", "--verify", f"{rev}:{path}", check=False)
+    result = core.git(repo, "hash-object", f"--path={as_path}", "--", os.fspath(path), check=False)
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
@@ -125,7 +89,7 @@ def index_blobs(repo: PathLike, paths: list[str]) -> dict[str, str]:
     """path -> the blob the index holds for it (stage 0)."""
     if not paths:
         return {}
-    raw = git.git(repo, "ls-files", "-s", "-z", "--", *paths).stdout
+    raw = core.git(repo, "ls-files", "-s", "-z", "--", *paths).stdout
     blobs: dict[str, str] = {}
     for entry in filter(None, raw.split("\0")):
         meta, _, name = entry.partition("\t")
@@ -139,7 +103,7 @@ def unstage(repo: PathLike, paths: list[str]) -> None:
     """Give these index entries back HEAD's version (or drop them when HEAD has
     none); the work tree is not touched."""
     if paths:
-        git.git(repo, "reset", "-q", "HEAD", "--", *paths, check=False)
+        core.git(repo, "reset", "-q", "HEAD", "--", *paths, check=False)
 
 
 @dataclass(frozen=True)
@@ -157,11 +121,11 @@ def checkout(repo: PathLike, target: str, *, detach: bool, force: bool) -> Switc
     A post-checkout hook's exit status becomes checkout's (githooks(5)), so a
     non-zero exit does not mean HEAD stayed: what HEAD is now decides."""
     args = ["checkout", "-q"] + (["-f"] if force else []) + (["--detach"] if detach else [])
-    result = git.git(repo, *args, target, "--", check=False, timeout=None)
+    result = core.git(repo, *args, target, "--", check=False, timeout=None)
     if result.returncode == 0:
         return Switch(True)
-    sha, branch = git.head_state(repo)
-    wanted = git.rev_parse(repo, target)
+    sha, branch = refs.head_state(repo)
+    wanted = refs.rev_parse(repo, target)
     arrived = sha == wanted and (branch is None if detach else branch == target)
     text = (result.stderr or result.stdout).strip()
     if arrived:
@@ -171,5 +135,5 @@ def checkout(repo: PathLike, target: str, *, detach: bool, force: bool) -> Switc
 
 def hooks_folder(repo: PathLike) -> str:
     """Where this repository's hooks live (``core.hooksPath`` or the default)."""
-    configured = git.out(repo, "config", "--get", "core.hooksPath", check=False)
-    return configured or str(git.git_dir(repo) / "hooks")
+    configured = core.out(repo, "config", "--get", "core.hooksPath", check=False)
+    return configured or str(repository.git_dir(repo) / "hooks")

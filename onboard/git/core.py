@@ -1,0 +1,241 @@
+"""The one door to git: every git command onboard runs goes through ``git`` (run whole),
+``start`` (started now, read later) or ``stream`` (a network command, line by line).
+
+Through it, each command:
+
+- is seen by the ``observers`` (the open transaction journals those that delete refs
+  or stash entries: see onboard/transaction/);
+- carries the open transaction's name for git's reflog (``acting_as``, innermost
+  last), so the transaction's audit tells onboard's moves from the user's;
+- takes no optional lock when it only reads (GIT_OPTIONAL_LOCKS=0, as `git
+  --no-optional-locks`): `git status` then never refreshes and writes back the
+  index, which takes ``index.lock`` while another writer (the user's git, or
+  onboard's) may need it;
+- refused for a lock file, says which file, who holds it and the one next step.
+
+git takes ``index.lock`` (and ``<ref>.lock``, ``config.lock``, ...) for each
+write, and refuses to start one while the file exists: "Unable to create
+'.../index.lock': File exists ... remove the file manually to continue",
+without saying whether a git is still running. ``locked`` names the file, the
+git process holding it when one runs in that repository (from Linux's /proc: a
+git whose working folder is in the repository), and the one next step: wait
+for it, or, when no git runs there, remove that exact file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from onboard import proc, signals
+from onboard.errors import ProcError, ProcTimeout
+
+PathLike = str | os.PathLike[str]
+
+# The open transactions' names for git's reflog (innermost last), and what
+# watches every git command onboard runs.
+acting_as: list[str] = []
+observers: list[Callable[[PathLike | None, list[str]], None]] = []
+
+
+def git(
+    repo: PathLike | None,
+    *args: str,
+    check: bool = True,
+    timeout: float | None = 120,
+    extra_env: Mapping[str, str] | None = None,
+    input: str | bytes | None = None,
+    what: str | None = None,
+    next_step: str | None = None,
+    whole: bool = True,
+) -> proc.Result:
+    """One git command, run to its end. ``whole``: Ctrl-C and SIGTERM wait until it
+    ends (``signals.critical``), because a git killed halfway through a checkout
+    leaves ``index.lock`` and a half-written tree; a read that may take minutes
+    (blame, a history walk) passes False and stops at once."""
+    args, env = _prepare(repo, args, extra_env)
+    what = what or f"`git {args[0] if args else ''}`"
+    argv = ["git", *(["-C", os.fspath(repo)] if repo is not None else []), *args]
+    with signals.critical() if whole else contextlib.nullcontext():
+        try:
+            return proc.run(
+                argv, check=check, timeout=timeout, extra_env=env, input=input, what=what,
+                next_step=next_step,
+            )  # fmt: skip
+        except ProcTimeout:
+            raise
+        except ProcError as exc:
+            raise locked(exc, what=what, cwd=repo) from None
+
+
+def out(repo: PathLike | None, *args: str, **kwargs: object) -> str:
+    return git(repo, *args, **kwargs).stdout.strip()  # type: ignore[arg-type]
+
+
+def start(repo: PathLike, *args: str, timeout: float | None, what: str) -> proc.Running:
+    """``git ARGS`` started now, its result read later (``proc.Running.result()``). Not
+    whole: a command started ahead only reads (``git status``)."""
+    args, env = _prepare(repo, args, None)
+    argv = ["git", "-C", os.fspath(repo), *args]
+    return proc.start(argv, check=False, timeout=timeout, what=what, extra_env=env)
+
+
+def stream(
+    repo: PathLike,
+    *args: str,
+    on_line: Callable[[str], None] | None = None,
+    idle_timeout: float | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> int:
+    """A network command (fetch, push, submodule update) whose output comes line by
+    line to ``on_line``, stopped after ``idle_timeout`` seconds without any
+    (``ProcTimeout``): a server that hangs must not hold the terminal. Its refs
+    are remote-tracking ones, which git names itself (no ``acting_as``)."""
+    for observer in observers:
+        observer(repo, list(args))
+    env = proc.environ({**read_only_env(args), **(extra_env or {})})
+    argv = ["git", "-C", os.fspath(repo), *args]
+    return proc.stream(
+        argv, on_line=on_line or (lambda _line: None), env=env, idle_timeout=idle_timeout
+    )
+
+
+def _prepare(
+    repo: PathLike | None, args: Sequence[str], extra_env: Mapping[str, str] | None
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The arguments and environment of one command, told to the observers."""
+    args = tuple(args)
+    if acting_as:
+        # Every ref this run moves carries onboard's name in its reflog (porcelain
+        # commands read GIT_REFLOG_ACTION; plumbing's update-ref takes -m): the
+        # transaction's audit tells onboard's moves from the user's by it.
+        extra_env = {"GIT_REFLOG_ACTION": acting_as[-1], **(extra_env or {})}
+        if args and args[0] == "update-ref" and "-m" not in args:
+            args = ("update-ref", "-m", acting_as[-1], *args[1:])
+    for observer in observers:
+        observer(repo, list(args))
+    return args, {**read_only_env(args), **(extra_env or {})}
+
+
+# --- reading takes no lock ------------------------------------------------------
+
+# git commands (and `worktree`, `bisect`, ... subcommands) that only read state.
+_READS = frozenset({
+    "status", "diff", "log", "show", "rev-parse", "rev-list", "ls-files", "ls-tree", "cat-file",
+    "grep", "blame", "describe", "symbolic-ref", "for-each-ref", "show-ref", "merge-base",
+    "name-rev", "diff-tree", "diff-index", "diff-files", "shortlog", "count-objects",
+    "check-ignore", "check-attr", "var",
+})  # fmt: skip
+_READ_SUBCOMMANDS = frozenset({("worktree", "list"), ("bisect", "log"), ("remote", "get-url")})
+
+
+def read_only_env(args: Sequence[str]) -> dict[str, str]:
+    """The environment for ``git ARGS``: GIT_OPTIONAL_LOCKS=0 for a command that only
+    reads."""
+    words = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1 : i] != ["-c"]]
+    if words and (words[0] in _READS or tuple(words[:2]) in _READ_SUBCOMMANDS):
+        return {"GIT_OPTIONAL_LOCKS": "0"}
+    return {}
+
+
+# --- a refusal names the lock file in the way ------------------------------------
+
+_LOCKED = re.compile(r"Unable to create '(?P<path>[^'\n]+\.lock)': File exists")
+
+
+class GitLocked(ProcError):
+    """A git command could not take a lock file another git holds (or left)."""
+
+    lock: Path
+
+
+def locked(failed: ProcError, *, what: str, cwd: str | os.PathLike[str] | None) -> ProcError:
+    """``failed`` (a git command, ``what``) said so a user can act on it when a lock file
+    was in the way; else ``failed`` itself."""
+    mo = _LOCKED.search(failed.stderr)
+    if mo is None:
+        return failed
+    import shlex
+
+    lock = Path(mo.group("path"))
+    if not lock.is_absolute():
+        lock = Path(cwd or ".") / lock
+    holders = list(_holders(lock))
+    if holders:
+        pid, command = holders[0]
+        message = (
+            f"{what} could not run: another git command holds the lock file {lock} "
+            f"(pid {pid}: `{command}`)."
+        )
+        next_step = (
+            f"Wait for that git (pid {pid}) to finish, then run the command again. Do not "
+            "remove the lock file while it runs."
+        )
+    elif not lock.exists():
+        message = (
+            f"{what} could not run: another git command held the lock file {lock} at that "
+            "moment (it is free now)."
+        )
+        next_step = "Run the command again."
+    else:
+        message = (
+            f"{what} could not run: the lock file {lock} exists, and no git process is "
+            "running in that repository, so a git that crashed or was killed left it."
+        )
+        next_step = (
+            f"No git process holds it: remove that file (`rm -f {shlex.quote(str(lock))}`) "
+            "and run the command again."
+        )
+    error = GitLocked(
+        message, args=failed.cmd, returncode=failed.returncode, stdout=failed.stdout,
+        stderr=failed.stderr, next_step=next_step,
+    )  # fmt: skip
+    error.lock = lock
+    return error
+
+
+def _repository_dirs(lock: Path) -> list[Path]:
+    """The folders a git working on the lock's repository runs in: its git folder, the
+    main work tree and each linked work tree."""
+    common = next(
+        (d for d in lock.parents if (d / "HEAD").is_file() and (d / "objects").is_dir()), None
+    )
+    if common is None:
+        return [lock.parent]
+    found = [common]
+    if common.name == ".git":
+        found.append(common.parent)
+    admin = common / "worktrees"
+    for gitdir in admin.glob("*/gitdir") if admin.is_dir() else ():
+        try:
+            found.append(Path(gitdir.read_text(encoding="utf-8").strip()).parent)
+        except OSError:
+            continue
+    return found
+
+
+def _holders(lock: Path) -> Iterator[tuple[int, str]]:
+    """(pid, command line) of the git processes working in the lock's repository."""
+    import shlex
+
+    dirs = [os.path.realpath(d) for d in _repository_dirs(lock)]
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return  # no /proc: nobody can be named
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                words = [w.decode("utf-8", "replace") for w in fh.read().split(b"\0") if w]
+            cwd = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue  # gone, or not ours to look at
+        if not words or not os.path.basename(words[0]).startswith("git"):
+            continue
+        if any(cwd == d or cwd.startswith(d + os.sep) for d in dirs):
+            yield int(name), shlex.join(words)
