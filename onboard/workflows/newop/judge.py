@@ -24,6 +24,7 @@ from onboard.report import Reporter
 from onboard.workflows.newop import jobs, sites
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop.names import NATIVE_YAML
+from onboard.workflows.newop.out_of_tree import COMPILE_STEP, compile_failure
 from onboard.workflows.newop.steps import (
     FAILED,
     NOT_CHECKED,
@@ -42,7 +43,7 @@ from onboard.workflows.newop.toolchain import (
     nvcc_step,
     workspace_env,
 )
-from onboard.workflows.newop.verify import COMPILE_STEP, compile_failure, job_status
+from onboard.workflows.newop.verify import job_status
 
 if TYPE_CHECKING:
     from onboard.workspace import Workspace
