@@ -19,11 +19,12 @@ from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.shell import quote
 from onboard.workflows.bisect.builds import MODES, Builder, require_session_for_always
-from onboard.workflows.bisect.commits import CommitBisector, Terms
+from onboard.workflows.bisect.commits import CommitBisector
 from onboard.workflows.bisect.guard import Original, RepoGuard, check_startable, stamp
 from onboard.workflows.bisect.model import BisectResult, CommitBisect, CommitInfo, Step, WheelBisect
 from onboard.workflows.bisect.request import BisectRequest
 from onboard.workflows.bisect.runner import ReproRunner, gpu_available, uses_cuda
+from onboard.workflows.bisect.terms import Terms
 from onboard.workflows.bisect.wheels import (
     VenvCache,
     WheelBisector,

@@ -20,6 +20,7 @@ from onboard import proc
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.bisect.model import BISECT, PREFLIGHT, Step, WheelBisect
+from onboard.workflows.bisect.preflight import no_gpu_error
 from onboard.workflows.bisect.runner import (
     FAIL,
     NO_GPU,
@@ -278,8 +279,6 @@ class WheelBisector:
         return Step(version, label, phase, self._state(verdict.value), verdict, reason)
 
     def run(self) -> WheelBisect:
-        from onboard.workflows.bisect.commits import no_gpu_error
-
         vs = self.versions
         result = WheelBisect(self.package, list(vs), venvs=str(self.venvs.root))
         self.reporter.step(f"bisecting {len(vs)} releases of {self.package}: {vs[0]} .. {vs[-1]}")

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from onboard import linkage as elf
-from onboard import torchenv
-from onboard.shell import quote
 from onboard.torchenv import TorchEnv
-from onboard.workflows.doctor.report import ERROR, Finding, short_message
+from onboard.workflows.doctor import import_findings as told
+from onboard.workflows.doctor.import_findings import Failure
+from onboard.workflows.doctor.report import Finding, short_message
 
 UNDEFINED_RE = re.compile(r"(?P<obj>/[^\s:]+): undefined symbol: (?P<sym>\S+)")
 CANNOT_OPEN_RE = re.compile(r"(?P<lib>[^\s:/]+\.so[\w.]*): cannot open shared object file")
@@ -47,20 +47,7 @@ def explain(env: TorchEnv, python: str | None, cwd: str | None) -> list[Finding]
     findings: list[Finding] = []
 
     if err.get("type") == "crash":
-        findings.append(
-            Finding(
-                "torch-import-crash",
-                ERROR,
-                _sentence_case(str(err.get("message") or "the interpreter died importing torch")),
-                "`import torch` did not raise an error, the process died in native code. That "
-                "happens when a compiled extension built for another Python or another torch is "
-                "loaded anyway, or when a library in the install is corrupted.",
-                f"Run `{quote(ctx.exe)} -X faulthandler -c 'import torch'` to see the Python frame "
-                f"it died in, then reinstall torch: `{quote(ctx.exe)} -m pip install "
-                f"--force-reinstall {ctx.pin}`.",
-                tuple((err.get("traceback") or "").strip().splitlines()[-12:]),
-            )
-        )
+        findings.append(told.import_crash(ctx.failure(), err))
         mismatch = ctx.python_mismatch_finding()
         return [*findings, mismatch] if mismatch else findings
 
@@ -90,6 +77,11 @@ def explain(env: TorchEnv, python: str | None, cwd: str | None) -> list[Finding]
 
 
 class _Context:
+    """What the extension files say (read once, asked by each finding), and the
+    loader's first complaint told as a finding (``import_findings``). An
+    extension's subclass (``extension``) overrides the hooks that name its files
+    and its fixes."""
+
     def __init__(
         self,
         env: TorchEnv,
@@ -116,6 +108,11 @@ class _Context:
     # What failed to load, as the findings name it (an extension's subclass says its own).
     what = "`import torch`"
     subject = "torch's C extension"
+
+    def failure(self) -> Failure:
+        return Failure(
+            self.what, self.said, self.subject, self.exe, self.pin, self.version, self.torch_dir
+        )
 
     # --- what the extension files say ---------------------------------------
 
@@ -148,222 +145,60 @@ class _Context:
 
     def python_evidence(self) -> list[str]:
         """Sentences, each a fact read from a file, that say "built for another Python"."""
-        if self._python_evidence is not None:
-            return self._python_evidence
-        py = self.env.python
-        evidence: list[str] = []
-        built_for: str | None = None
-        matching = self.matching_exts()
-        for ext in self.foreign_exts():
-            tag = elf.extension_tag(ext.name)
-            tag_version = elf.tag_python_version(tag)
-            built_for = built_for or tag_version
-            if not matching:
-                evidence.append(
-                    f"{ext.name} is named for {tag} (Python {tag_version or '?'}), while this "
-                    f"interpreter only loads {self.loadable()} (SOABI {py.soabi})"
-                )
-        for obj in self.objects():
-            link = elf.read_linkage(obj)
-            if link is None:
-                continue
-            lib_version = link.libpython_version
-            if lib_version and lib_version != _major_minor(py.version):
-                built_for = built_for or lib_version
-                evidence.append(
-                    f"{obj.name} has a DT_NEEDED on {link.libpython}: it was linked against "
-                    f"Python {lib_version}"
-                )
-            if link.python_symbols:
-                check = torchenv.check_loader(self.python, link.python_symbols, cwd=self.cwd)
-                if check and check.missing:
-                    shown = ", ".join(check.missing[:5])
-                    more = f" and {len(check.missing) - 5} more" if len(check.missing) > 5 else ""
-                    evidence.append(
-                        f"{obj.name} calls {len(link.python_symbols)} Python C API "
-                        f"function(s); {len(check.missing)} of them are missing in this Python "
-                        f"{py.version}: {shown}{more}"
-                    )
-        self._python_evidence = evidence
-        self._built_for = built_for
-        return evidence
+        if self._python_evidence is None:
+            files = (self.matching_exts(), self.foreign_exts(), self.objects())
+            self._python_evidence, self._built_for = told.python_evidence(
+                self.env.python, self.python, self.cwd, files, self.loadable()
+            )
+        return self._python_evidence
+
+    def _is_source_build(self) -> bool:
+        root = self.torch_dir.parent
+        return (root / "setup.py").is_file() and (root / "aten").is_dir()
+
+    # --- the fixes an extension's subclass tells its own way ------------------
+
+    def _reinstall_fix(self, note: str) -> str:
+        return told.reinstall_fix(self.failure(), self._is_source_build(), note)
+
+    def _owner_fix(self, obj: Path) -> str:
+        return told.owner_fix(self.failure(), obj)
+
+    # --- the loader's first complaint ----------------------------------------
 
     def python_mismatch_finding(self) -> Finding | None:
         evidence = self.python_evidence()
         if not evidence:
             return None
         py = self.env.python
-        built = f"Python {self._built_for}" if self._built_for else "another Python"
-        return Finding(
-            "extension-python-mismatch",
-            ERROR,
-            f"{self.subject} was built for {built}, this interpreter is Python {py.version}",
-            f"{self.what} fails with: {self.said} Reading the extension: "
-            + "; ".join(evidence)
-            + ". A CPython extension only loads into the Python version (and ABI flags) it was "
-            f"compiled for, so {self.subject} cannot work in this interpreter.",
-            self._reinstall_fix(f"pip then picks the wheel tagged for {py.soabi or py.version}")
-            + (
-                f", or run it with the Python {self._built_for} it was built for"
-                if self._built_for
-                else ""
-            )
-            + ".",
-            tuple(evidence),
-        )
-
-    def _reinstall_fix(self, note: str) -> str:
-        if self._is_source_build():
-            return (
-                "Rebuild torch with this interpreter (`onboard build`, or `"
-                f"{quote(self.exe)} -m pip install --no-build-isolation -v -e .` in the checkout)"
-            )
-        return (
-            f"Reinstall torch for this interpreter: `{quote(self.exe)} -m pip install "
-            f"--force-reinstall --no-deps {self.pin}` ({note})"
-        )
-
-    def _is_source_build(self) -> bool:
-        root = self.torch_dir.parent
-        return (root / "setup.py").is_file() and (root / "aten").is_dir()
-
-    # --- the loader's first complaint ----------------------------------------
+        note = f"pip then picks the wheel tagged for {py.soabi or py.version}"
+        fix = self._reinstall_fix(note)
+        return told.python_mismatch(self.failure(), py, evidence, self._built_for, fix)
 
     def undefined_symbol(self, obj: Path, symbol: str) -> Finding:
         if re.match(r"^_?Py", symbol):
             mismatch = self.python_mismatch_finding()
             if mismatch is not None:
                 return mismatch
-            return Finding(
-                "extension-python-mismatch",
-                ERROR,
-                f"{obj.name} needs the Python C API function {symbol}, which this Python "
-                f"{self.env.python.version} does not have",
-                f"{self.what} fails with: {self.said} The extension was compiled against "
-                "another Python version's headers.",
-                self._reinstall_fix("pip then picks the wheel for this Python") + ".",
+            fix = self._reinstall_fix("pip then picks the wheel for this Python") + "."
+            return told.python_api_missing(
+                self.failure(), obj, symbol, self.env.python.version, fix
             )
         if symbol.startswith("_Z"):
-            link = elf.read_linkage(obj)
-            search = [*(link.search_dirs() if link else []), self.torch_dir / "lib"]
-            libs = _needed_libraries(link, search) if link else []
-            libs += [lib for lib in self.libraries() if lib not in libs]
-            twin = elf.find_abi_twin(symbol, libs)
+            twin = elf.find_abi_twin(
+                symbol, _defining_candidates(obj, self.torch_dir, self.libraries())
+            )
             if twin is not None:
                 return self._cxx_abi(obj, twin)
-            names = elf.demangle([symbol])
-            return Finding(
-                "extension-symbol-missing",
-                ERROR,
-                f"{obj.name} needs a C++ function no library of this torch defines",
-                f"{self.what} fails with: {self.said} The missing function is "
-                f"`{names[symbol]}`. Neither its C++11-ABI nor its old-ABI form is in torch's "
-                "libraries, so the extension was built against a different torch version (the "
-                "function's signature changed or it was removed).",
-                self._owner_fix(obj),
-            )
-        return Finding(
-            "extension-symbol-missing",
-            ERROR,
-            f"{obj.name} needs the symbol {symbol}, which nothing loaded defines",
-            f"{self.what} fails with: {self.said}",
-            self._owner_fix(obj),
-        )
-
-    def _owner_fix(self, obj: Path) -> str:
-        if obj.is_relative_to(self.torch_dir):
-            return (
-                "Files from two different torch installs are mixed in one folder. Remove torch "
-                f"completely (`{quote(self.exe)} -m pip uninstall torch`, repeated until pip says "
-                f"it is not installed) and install it again (`{quote(self.exe)} -m pip install "
-                f"{self.pin}`)."
-            )
-        return (
-            f"Rebuild or reinstall the package that ships {obj} against this torch "
-            f"{self.version} (pip packages with C++ extensions are built for one torch version)."
-        )
+            return told.cxx_function_missing(self.failure(), obj, symbol, self._owner_fix(obj))
+        return told.symbol_missing(self.failure(), obj, symbol, self._owner_fix(obj))
 
     def _cxx_abi(self, obj: Path, twin: elf.AbiTwin) -> Finding:
-        wants = "the old std::string ABI (_GLIBCXX_USE_CXX11_ABI=0)"
-        has = "the C++11 ABI (_GLIBCXX_USE_CXX11_ABI=1)"
-        if twin.wanted_cxx11:
-            wants, has = has, wants
-        lib = Path(twin.found_in).name
-        return Finding(
-            "extension-cxx-abi-mismatch",
-            ERROR,
-            f"{obj.name} was compiled with {wants}, torch's {lib} with {has}",
-            f"{self.what} fails with: {self.said} {obj.name} needs "
-            f"`{elf.readable(twin.wanted_demangled)}`, but {lib} defines only "
-            f"`{elf.readable(twin.found_demangled)}`: the same "
-            "function with std::string mangled the other way. Code compiled with "
-            "different _GLIBCXX_USE_CXX11_ABI values cannot link together.",
-            self._owner_fix(obj)
-            if obj.is_relative_to(self.torch_dir)
-            else f"Rebuild {obj.name} against this torch without setting "
-            "-D_GLIBCXX_USE_CXX11_ABI by hand: torch.utils.cpp_extension and CMake's "
-            "TorchConfig take the value from torch (`torch._C._GLIBCXX_USE_CXX11_ABI`). For a "
-            f"pip package, install its build for torch {self.version}.",
-            (
-                f"wanted: {twin.wanted}",
-                f"{lib} has: {twin.found}",
-            ),
-        )
+        fix = self._owner_fix(obj) if obj.is_relative_to(self.torch_dir) else None
+        return told.cxx_abi(self.failure(), obj, twin, fix)
 
     def symbol_version(self, lib: str, version: str, obj: str) -> Finding:
-        lib_name = Path(lib).name
-        if version.startswith(("GLIBCXX_", "CXXABI_")):
-            loaded = lib if lib.startswith("/") else None
-            if loaded is None:
-                check = torchenv.check_loader(
-                    self.python, libraries=["libstdc++.so.6"], cwd=self.cwd
-                )
-                loaded = (check.libraries.get("libstdc++.so.6") if check else None) or lib
-            have = elf.defined_versions(loaded, version.split("_")[0] + "_")
-            newest = have[-1] if have else "unknown"
-            system = loaded.startswith(("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"))
-            if system:
-                cause = (
-                    "This is the system's own libstdc++: the operating system is older than "
-                    "the toolchain torch (or this extension) was built with."
-                )
-                fix = (
-                    "Use a newer libstdc++: in a conda environment `conda install -c "
-                    "conda-forge 'libstdcxx-ng>=13'` (it comes first there), or a newer Linux "
-                    "(or container); otherwise install a torch build made for this system."
-                )
-            else:
-                cause = (
-                    f"An older copy in {Path(loaded).parent} comes first: a conda "
-                    "environment's own libstdc++, or LD_LIBRARY_PATH pointing at an old toolchain."
-                )
-                fix = (
-                    f"Make a newer libstdc++ come first: remove {Path(loaded).parent} from "
-                    "LD_LIBRARY_PATH, or in a conda environment `conda install -c conda-forge "
-                    "'libstdcxx-ng>=13'`."
-                )
-            return Finding(
-                "libstdcxx-too-old",
-                ERROR,
-                "the libstdc++ this Python loads is older than the one torch was built with",
-                f"{self.what} fails with: {self.said} {Path(obj).name} needs {version}, "
-                f"and the libstdc++ the loader picks here ({loaded}) provides versions only up to "
-                f"{newest}. {cause}",
-                fix,
-                (
-                    f"{Path(obj).name} needs from {lib_name}: {version}",
-                    f"{loaded} defines up to {newest}",
-                ),
-            )
-        return Finding(
-            "glibc-too-old",
-            ERROR,
-            f"this system's {lib_name} is older than torch needs ({version})",
-            f"{self.what} fails with: {self.said} Wheels are built for a minimum glibc "
-            "(the manylinux tag in the wheel name); this system's is older.",
-            "Use a newer Linux (or a container with one), or a torch release whose wheel tag "
-            "this system supports (`pip debug --verbose` lists them).",
-        )
+        return told.symbol_version(self.failure(), lib, version, obj, self.python, self.cwd)
 
     def missing_library(self, lib: str) -> Finding:
         needers = []
@@ -376,86 +211,29 @@ class _Context:
             mismatch = self.python_mismatch_finding()
             if mismatch is not None:
                 return mismatch
-        if _CUDA_LIB_RE.match(lib):
-            return Finding(
-                "cuda-libraries-missing",
-                ERROR,
-                f"the CUDA library {lib} that this CUDA build of torch needs is not installed",
-                f"{self.what} fails with: {self.said} {who} needs it. CUDA wheels from "
-                "PyPI load the CUDA runtime from the nvidia-* pip packages they depend on; "
-                "those are missing or were removed.",
-                f"Reinstall torch with its dependencies: `{quote(self.exe)} -m pip install "
-                f"--force-reinstall {self.pin}` (with the same --index-url you "
-                "installed it from), or the CPU wheel if you have no GPU.",
-            )
-        if _TORCH_LIB_RE.match(lib):
-            return Finding(
-                "torch-install-incomplete",
-                ERROR,
-                f"torch's own library {lib} is missing from {self.torch_dir / 'lib'}",
-                f"{self.what} fails with: {self.said} {who} needs it: the install is "
-                "incomplete (an interrupted install, or files removed by hand).",
-                f"Reinstall torch: `{self.exe} -m pip install --force-reinstall --no-deps "
-                f"{self.pin}`.",
-            )
-        return Finding(
-            "library-missing",
-            ERROR,
-            f"{who} needs {lib}, which the loader cannot find",
-            f"{self.what} fails with: {self.said}",
-            f"Install the package that provides {lib} or add its folder to LD_LIBRARY_PATH.",
-        )
+        kind = "cuda" if _CUDA_LIB_RE.match(lib) else "torch" if _TORCH_LIB_RE.match(lib) else ""
+        return told.library_missing(self.failure(), lib, who, kind)
 
     def bad_elf(self) -> Finding:
-        import platform
-
-        return Finding(
-            "extension-wrong-platform",
-            ERROR,
-            "torch's compiled files are for another platform or are damaged",
-            f"{self.what} fails with: {self.said} This machine is {platform.machine()}.",
-            f"Reinstall torch: `{quote(self.exe)} -m pip install --force-reinstall --no-deps "
-            f"{self.pin}`.",
-        )
+        return told.wrong_platform(self.failure())
 
     def no_extension(self) -> Finding:
         mismatch = self.python_mismatch_finding()
         if mismatch is not None:
             return mismatch
-        return Finding(
-            "torch-extension-missing",
-            ERROR,
-            f"the torch package at {self.torch_dir} has no compiled C extension (torch._C)",
-            f"{self.what} fails with: {self.said} A torch/ folder without `_C*.so` is a "
-            "source tree that was never built, or a broken install.",
-            (
-                "Build it (`onboard build`) or run Python from another folder so the installed "
-                "torch is used."
-                if self._is_source_build()
-                else f"Reinstall torch: `{quote(self.exe)} -m pip install --force-reinstall "
-                f"{self.pin}`."
-            ),
-        )
+        return told.extension_missing(self.failure(), self._is_source_build())
 
     def generic(self) -> Finding:
-        err = self.env.import_error or {}
-        return Finding(
-            "torch-import-failed",
-            ERROR,
-            f"`import torch` fails with {err.get('type', 'an error')}",
-            f"`import torch` raised: {self.said}",
-            f"Run `{quote(self.exe)} -c 'import torch'` to see the full traceback; `onboard doctor "
-            "-v` shows its last frames.",
-            tuple((err.get("traceback") or "").strip().splitlines()[-12:]),
-        )
+        return told.import_failed(self.failure(), self.env.import_error or {})
 
 
-def _sentence_case(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def _major_minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
+def _defining_candidates(obj: Path, torch_dir: Path, libraries: list[Path]) -> list[Path]:
+    """Where a C++ symbol ``obj`` needs could be defined: its DT_NEEDED libraries
+    (found on its RUNPATH or in torch's lib/), then every library of torch."""
+    link = elf.read_linkage(obj)
+    search = [*(link.search_dirs() if link else []), torch_dir / "lib"]
+    libs = _needed_libraries(link, search) if link else []
+    return libs + [lib for lib in libraries if lib not in libs]
 
 
 def _needed_libraries(link: elf.Linkage, search: list[Path]) -> list[Path]:

@@ -24,6 +24,7 @@ from onboard.report import Reporter
 from onboard.workflows.newop import jobs, sites
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop.names import NATIVE_YAML
+from onboard.workflows.newop.out_of_tree import COMPILE_STEP, build_and_load
 from onboard.workflows.newop.steps import (
     FAILED,
     NOT_CHECKED,
@@ -37,14 +38,14 @@ from onboard.workflows.newop.steps import (
 from onboard.workflows.newop.toolchain import (
     CXX_FLAGS,
     Env,
-    compile_child,
     kernel_unit,
     nvcc_step,
     workspace_env,
 )
-from onboard.workflows.newop.verify import COMPILE_STEP, compile_failure, job_status
+from onboard.workflows.newop.verify import job_status
 
 if TYPE_CHECKING:
+    from onboard.workflows.newop.family import Family
     from onboard.workspace import Workspace
 
 _ITERATORS = {
@@ -149,6 +150,73 @@ def cuda_written(checkout: Path, manifest: manifests.Manifest) -> Step:
     return Step(what, PASSED, f"the marked line of {cu} is yours")
 
 
+def practice_glue(glue: Path, name: str, fam: Family) -> Path:
+    """The generated file that calls the learner's stub through a TensorIterator built
+    as the op's meta function builds it, registered as ``onboard_practice::NAME``."""
+    unary = fam.kind == "unary"
+    text = render(
+        "practice/practice_glue.cpp.j2",
+        name=name,
+        header_include=fam.header.removeprefix("aten/src/"),
+        meta_builder=fam.meta_builder,
+        iterator=_ITERATORS[fam.meta_builder],
+        copies_integers=fam.int_path == "no_op",
+        cpp_args="const at::Tensor& self" + ("" if unary else ", const at::Tensor& other"),
+        cpp_arg_names="self" if unary else "self, other",
+        inplace_args="at::Tensor& self" + ("" if unary else ", const at::Tensor& other"),
+        schema_args="Tensor self" + ("" if unary else ", Tensor other"),
+        inplace_extra="" if unary else ", Tensor other",
+    )
+    path = glue / "practice_glue.cpp"
+    write_if_changed(path, text)
+    return path
+
+
+def oracle_numerics(
+    checkout: Path, manifest: manifests.Manifest, payload: dict[str, Any], cpu: str
+) -> Step:
+    """The learner's kernel against the installed ``torch.NAME``, dtype by dtype."""
+    name = manifest.name
+    what = numerics_step(name)
+    oracle = f"torch.{name} (the installed torch {payload.get('torch_version')})"
+    entries = payload["dtypes"]
+    judged = [e for e in entries if "unsupported" not in e]
+    unsupported = [e["dtype"] for e in entries if "unsupported" in e]
+    copied = set(manifest.practice.get("copied_dtypes", []))
+    bad = [e for e in judged if e["differing"]]
+    line = first_line_of(checkout / cpu, manifest.practice.get("marker", "PRACTICE"))
+    where = loc(cpu, line)
+    cases = sum(e["cases"] for e in judged)
+    if not bad:
+        yours = [e["dtype"] for e in judged if e["dtype"] not in copied]
+        detail = (
+            f"your kernel gives what {oracle} gives on {', '.join(yours)}: {cases} cases of "
+            "edge values (nan, +-inf, -0.0, subnormals, the largest finite values, integer "
+            "limits), empty, 0-dim, non-contiguous and random tensors; functional, out= "
+            "and in-place"
+        )
+        if copied:
+            detail += f"; {', '.join(sorted(copied))} are copied by {name}'s impl"
+        if unsupported:
+            detail += f"; {', '.join(unsupported)}: {oracle} refuses them, not judged"
+        return Step(what, PASSED, detail)
+    shown = []
+    for entry in bad[:3]:
+        head = f"{entry['dtype']}, {entry['differing']} values differ: "
+        shown.append(head + "; ".join(entry["shown"][:2]))
+    detail = (
+        f"{len(bad)} of {len(judged)} dtypes differ from {oracle} "
+        f"(input -> expected -> got): " + " | ".join(shown)
+    )
+    placeholder = placeholder_line(checkout / cpu, manifest)
+    if placeholder is not None:
+        detail = (
+            f"You have not written the kernel yet: {cpu}:{placeholder} still returns the "
+            f"placeholder. Write {name}'s math there and run `onboard verify` again. " + detail
+        )
+    return Step(what, FAILED, detail, where)
+
+
 class _Judge:
     def __init__(self, ws: Workspace, name: str, reporter: Reporter, env: Env) -> None:
         self.ws = ws
@@ -161,26 +229,6 @@ class _Judge:
         self.cache = ws.root / ".onboard" / "cache" / "practice" / name
         self.cache.mkdir(parents=True, exist_ok=True)
         self.stub = f"{name}_stub"
-
-    def _glue(self, glue: Path) -> Path:
-        fam = self.manifest.family
-        unary = fam.kind == "unary"
-        text = render(
-            "practice/practice_glue.cpp.j2",
-            name=self.name,
-            header_include=fam.header.removeprefix("aten/src/"),
-            meta_builder=fam.meta_builder,
-            iterator=_ITERATORS[fam.meta_builder],
-            copies_integers=fam.int_path == "no_op",
-            cpp_args="const at::Tensor& self" + ("" if unary else ", const at::Tensor& other"),
-            cpp_arg_names="self" if unary else "self, other",
-            inplace_args="at::Tensor& self" + ("" if unary else ", const at::Tensor& other"),
-            schema_args="Tensor self" + ("" if unary else ", Tensor other"),
-            inplace_extra="" if unary else ", Tensor other",
-        )
-        path = glue / "practice_glue.cpp"
-        write_if_changed(path, text)
-        return path
 
     def compile_and_judge(self) -> list[Step]:
         start = time.monotonic()
@@ -195,7 +243,10 @@ class _Judge:
             "check": "oracle",
             "name": self.name,
             "kind": self.manifest.family.kind,
-            "sources": [str(kernel_unit(glue, self.checkout / cpu)), str(self._glue(glue))],
+            "sources": [
+                str(kernel_unit(glue, self.checkout / cpu)),
+                str(practice_glue(glue, self.name, self.manifest.family)),
+            ],
             # The stub and its type get names of their own in this build, so the
             # installed torch's trunc_stub (and its registration) stay untouched.
             "cflags": [
@@ -206,12 +257,10 @@ class _Judge:
             "include_paths": [],
             "build_dir": str(build),
         }
-        result, payload = compile_child(self.env, request, build, jobs.shared_slots().total)
-        seconds = time.monotonic() - start
-        failed = compile_failure(result, payload, self.checkout, cpu, seconds)
-        if failed is not None:
-            return [failed]
-        assert payload is not None
+        loaded = build_and_load(self.env, request, self.checkout, cpu, start)
+        if isinstance(loaded, Step):
+            return [loaded]
+        payload, seconds = loaded
         built = Step(
             COMPILE_STEP,
             PASSED,
@@ -219,48 +268,7 @@ class _Judge:
             f"onboard_practice::{self.name}",
             seconds=seconds,
         )
-        return [built, self._numerics(payload, cpu)]
-
-    def _numerics(self, payload: dict[str, Any], cpu: str) -> Step:
-        what = numerics_step(self.name)
-        oracle = f"torch.{self.name} (the installed torch {payload.get('torch_version')})"
-        entries = payload["dtypes"]
-        judged = [e for e in entries if "unsupported" not in e]
-        unsupported = [e["dtype"] for e in entries if "unsupported" in e]
-        copied = set(self.manifest.practice.get("copied_dtypes", []))
-        bad = [e for e in judged if e["differing"]]
-        line = first_line_of(self.checkout / cpu, self.manifest.practice.get("marker", "PRACTICE"))
-        where = loc(cpu, line)
-        cases = sum(e["cases"] for e in judged)
-        if not bad:
-            yours = [e["dtype"] for e in judged if e["dtype"] not in copied]
-            detail = (
-                f"your kernel gives what {oracle} gives on {', '.join(yours)}: {cases} cases of "
-                "edge values (nan, +-inf, -0.0, subnormals, the largest finite values, integer "
-                "limits), empty, 0-dim, non-contiguous and random tensors; functional, out= "
-                "and in-place"
-            )
-            if copied:
-                detail += f"; {', '.join(sorted(copied))} are copied by {self.name}'s impl"
-            if unsupported:
-                detail += f"; {', '.join(unsupported)}: {oracle} refuses them, not judged"
-            return Step(what, PASSED, detail)
-        shown = []
-        for entry in bad[:3]:
-            head = f"{entry['dtype']}, {entry['differing']} values differ: "
-            shown.append(head + "; ".join(entry["shown"][:2]))
-        detail = (
-            f"{len(bad)} of {len(judged)} dtypes differ from {oracle} "
-            f"(input -> expected -> got): " + " | ".join(shown)
-        )
-        placeholder = placeholder_line(self.checkout / cpu, self.manifest)
-        if placeholder is not None:
-            detail = (
-                f"You have not written the kernel yet: {cpu}:{placeholder} still returns the "
-                f"placeholder. Write {self.name}'s math there and run `onboard verify` again. "
-                + detail
-            )
-        return Step(what, FAILED, detail, where)
+        return [built, oracle_numerics(self.checkout, self.manifest, payload, cpu)]
 
     def nvcc_check(self) -> Step:
         header = self.files.get("header")
