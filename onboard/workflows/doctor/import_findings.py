@@ -270,7 +270,8 @@ def library_missing(f: Failure, lib: str, who: str, kind: str) -> Finding:
             f"torch's own library {lib} is missing from {f.torch_dir / 'lib'}",
             f"{f.fails_with} {who} needs it: the install is "
             "incomplete (an interrupted install, or files removed by hand).",
-            f"Reinstall torch: `{f.exe} -m pip install --force-reinstall --no-deps {f.pin}`.",
+            f"Reinstall torch: `{quote(f.exe)} -m pip install --force-reinstall --no-deps "
+            f"{f.pin}`.",
         )
     return Finding(
         "library-missing",
