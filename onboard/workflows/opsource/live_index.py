@@ -2,10 +2,10 @@
 
 Importing torch costs seconds, so `where` does not start a child per op. The
 first time an op is asked (or when the index is missing or stale), one child
-(``_live_index_child.py``) imports torch while onboard reads the yaml, answers
-that op, and then, after onboard has printed its result and gone, answers
-the same question for every op of native_functions.yaml with the per-op code
-(``_live_child.py``) and writes them to one file. From then on an op is one
+(``children/_live_index_child.py``) imports torch while onboard reads the yaml,
+answers that op, and then, after onboard has printed its result and gone,
+answers the same question for every op of native_functions.yaml with the per-op
+code (``children/_live_child.py``) and writes them to one file. From then on an op is one
 lookup in that file, until torch changes: its version, its git_version or
 the mtime of its ``__init__.py`` (an upgrade, a reinstall, an editable
 rebuild).
@@ -33,11 +33,8 @@ from onboard.report import Reporter
 from onboard.shell import quote
 from onboard.workflows.opsource import cache
 
-MARKER = "@@ONBOARD-LIVE@@"
 # Bump when the per-op answer changes shape (python_kernels came with 2).
 FORMAT = 2
-_CHILD = Path(__file__).with_name("_live_index_child.py")
-_PER_OP_CHILD = Path(__file__).with_name("_live_child.py")
 # A child indexing for longer than this is taken to be gone (killed, machine asleep).
 BUILDING_STALE_S = 900.0
 # How long the first answer (import torch included) may take.
@@ -173,7 +170,7 @@ class LiveIndex:
                 "ops": every(),
             }
         try:
-            line = child.answer(json.dumps(job).encode(), MARKER, timeout=LIVE_TIMEOUT)
+            data = child.answer(json.dumps(job).encode(), timeout=LIVE_TIMEOUT)
         except OnboardError as exc:  # a timeout: the child was stopped
             child.release()
             self._forget(build)
@@ -182,10 +179,6 @@ class LiveIndex:
                 next_step=f"Check that `{quote(self.python)} -c 'import torch'` works, or pass "
                 "--python with the interpreter whose torch you use.",
             ) from exc
-        try:
-            data = json.loads(line) if line is not None else None
-        except ValueError:
-            data = None
         if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
             code, stderr = child.failure()
             child.release()
@@ -248,8 +241,9 @@ class LiveIndex:
 
 def _start_child(python: str) -> proc.Child:
     try:
+        per_op = str(proc.CHILDREN / "_live_child.py")
         return proc.Child(
-            [python, "-c", _CHILD.read_text(encoding="utf-8"), str(_PER_OP_CHILD)],
+            proc.child_command(python, "_live_index_child.py", per_op),
             cwd=torchenv.neutral_cwd(),  # never the checkout's uncompiled torch/
             env=proc.environ(torchenv.SAFE_PATH_ENV),
         )
