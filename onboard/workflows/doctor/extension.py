@@ -1,7 +1,7 @@
 """Why a compiled extension will not import against this torch.
 
 ``onboard doctor --import MODULE`` imports torch and then MODULE in the target
-interpreter (``_import_child.py``, from the user's folder); ``onboard doctor --
+interpreter (``children/_import_child.py``, from the user's folder); ``onboard doctor --
 python script.py`` runs the script. Either way the loader's complaint
 (``undefined symbol``, ``cannot open shared object file``, ``version `GLIBCXX_..'
 not found``) and the extension's ELF headers go through the same analysis as a
@@ -15,7 +15,6 @@ lacks: rebuild it with this Python), a library the loader cannot find.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field, replace
@@ -30,8 +29,6 @@ from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor import import_failure
 from onboard.workflows.doctor.report import ERROR, INFO, Finding
 
-_CHILD = Path(__file__).with_name("_import_child.py")
-_MARKER = "@@ONBOARD-IMPORT@@"
 IMPORT_TIMEOUT = 180.0
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 _IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+))")
@@ -85,30 +82,24 @@ def attempt_import(python: str, module: str, cwd: str) -> ImportAttempt:
             next_step="Pass the dotted name you import: `onboard doctor --import my_ext` or "
             "`onboard doctor --import mypkg._C`.",
         )
-    code = _CHILD.read_text(encoding="utf-8")
-    result = proc.run(
-        [python, "-c", code, module],
-        cwd=cwd,
-        timeout=IMPORT_TIMEOUT,
-        check=False,
-        what=f"Importing {module}",
-    )
-    data = None
-    for line in result.stdout.splitlines():
-        if line.startswith(_MARKER):
-            data = json.loads(line[len(_MARKER) :])
     what = f"`import {module}`"
-    if data is None:
-        said = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    try:
+        asked = proc.ask_child(
+            python, "_import_child.py", module, cwd=cwd, timeout=IMPORT_TIMEOUT,
+            what=f"Importing {module}",
+        )  # fmt: skip
+    except proc.NoAnswer as exc:
+        said = (exc.stderr.strip().splitlines() or ["no output"])[-1]
         return ImportAttempt(
             what,
             module,
             False,
             "crash",
-            f"the interpreter exited with {result.returncode} while importing {module}: {said}",
-            result.stderr[-4000:],
-            result.returncode,
+            f"the interpreter exited with {exc.returncode} while importing {module}: {said}",
+            exc.stderr[-4000:],
+            exc.returncode,
         )
+    data, result = asked.data, asked.result
     error = data.get("error") or {}
     return ImportAttempt(
         what,
