@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fixtures.pytorch_repo import REGRESSION_MODULE, build_pytorch_repo  # noqa: E402
 
 from onboard.report import Reporter  # noqa: E402
-from onboard.workflows.bisect import run_bisect  # noqa: E402
+from onboard.workflows.bisect import BisectRequest, run_bisect  # noqa: E402
 
 SIZES = (256, 1024, 4096)
 
@@ -113,7 +113,9 @@ def one(size: int, work: Path, runs: int) -> None:
     overheads, git_overheads = [], []
     for _ in range(runs):  # alternating, so a busy moment hits both
         start = time.perf_counter()
-        result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=Reporter())
+        result = run_bisect(
+            BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)), Reporter()
+        )
         wall = time.perf_counter() - start
         c = result.commits
         assert c is not None and c.culprit is not None

@@ -65,7 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     runs = parser.parse_args().runs
-    from onboard.workflows.stuck import stuck, tools
+    from onboard.workflows.stuck import StuckRequest, stuck, tools
 
     found = tools.find("pystack")
     if found is None:
@@ -92,7 +92,7 @@ def main() -> None:
                 for pid in pids:
                     subprocess.run([found, "remote", str(pid), "--native-all"], capture_output=True)
                 bare.append(time.perf_counter() - began)
-                result = stuck(pid=program.pid)
+                result = stuck(StuckRequest(pid=program.pid))
                 snap = result.snapshots[0]
                 ours.append(snap.seconds)
                 paused.append(snap.paused or 0.0)

@@ -191,14 +191,14 @@ def main() -> None:
             f"target < 1 s: {'met' if warm < 1.0 else 'MISSED'})"
         )
         os.environ["XDG_CACHE_HOME"] = env["XDG_CACHE_HOME"]
-        from onboard.workflows.locate import locate
+        from onboard.workflows.locate import LocateRequest, locate
         from onboard.workflows.where import where
 
         inproc_where = statistics.median(
             _inprocess(lambda: where("trunc", workspace=str(ws_root))) for _ in range(args.runs)
         )
         inproc_locate = statistics.median(
-            _inprocess(lambda: locate(message=MESSAGE, workspace=str(ws_root)))
+            _inprocess(lambda: locate(LocateRequest(message=MESSAGE, workspace=str(ws_root))))
             for _ in range(args.runs)
         )
         print(

@@ -114,12 +114,6 @@ def stderr_console() -> Console:
     return _console(True, highlight=False)
 
 
-def is_unbounded(console: Console) -> bool:
-    """Whether ``console`` writes whole lines (not a terminal): renderables that fill the
-    width (a rule, a markdown heading) need a width of their own there."""
-    return console.width >= UNBOUNDED_WIDTH
-
-
 def markdown(console: Console, text: str) -> None:
     """Markdown rendered on a terminal; elsewhere its source, whose lines are whole."""
     if console.is_terminal:
@@ -263,15 +257,17 @@ class RichReporter(Reporter):
             self._console = stderr_console()
         return self._console
 
+    # Messages are text, not markup: a commit subject such as ``[inductor] Fix ...`` or
+    # a build's output shows as it is.
     def step(self, message: str) -> None:
         super().step(message)
         if not self.quiet:
-            self._err().print(f"[bold cyan]>[/] {message}")
+            self._err().print(f"[bold cyan]>[/] {escape(message)}")
 
     def detail(self, message: str) -> None:
         super().detail(message)
         if self.verbose and not self.quiet:
-            self._err().print(f"  [dim]{message}[/]")
+            self._err().print(f"  [dim]{escape(message)}[/]")
 
     def check_started(self, name: str) -> None:
         super().check_started(name)

@@ -12,21 +12,13 @@ import errno
 import json
 import os
 import sys
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import click
 
 from onboard import __version__, signals
 from onboard.errors import OnboardError
 from onboard.signals import Terminated
-
-# Click is imported once the run is under way (``_run``), so that a command's
-# head start (``onboard.headstart``) begins before that import does.
-if TYPE_CHECKING:
-    import click
-
-    CommandOrLoader = click.Command | Callable[[], click.Command]
 
 __all__ = ["Terminated", "run_cli", "write_crash_log", "state_dir"]
 
@@ -52,49 +44,31 @@ def _wants_json(argv: list[str]) -> bool:
 
 def _json_error(args: list[str], kind: str, message: str, next_step: str | None, code: int) -> None:
     """With --json, every way out leaves exactly one JSON object on stdout."""
-    import click
-
     if _wants_json(args):
         error = {"kind": kind, "message": message, "next_step": next_step, "exit_code": code}
         click.echo(json.dumps({"ok": False, "error": error}, indent=2))
 
 
-def _usage_next_step(exc: click.ClickException) -> str:  # (Click is loaded by then)
+def _usage_next_step(exc: click.ClickException) -> str:
     ctx = getattr(exc, "ctx", None)
     path = ctx.command_path if ctx is not None else "onboard"
     return f"Run `{path} --help` for the options."
 
 
-def run_cli(
-    cli: CommandOrLoader,
-    argv: list[str] | None,
-    *,
-    head_start: Callable[[list[str]], AbstractContextManager[object]] | None = None,
-) -> int:
-    """Run the CLI (a Click command, or a function that imports and returns it) on
-    ``argv`` and return the exit code. ``head_start(args)``: a block around the
-    run that may start child processes from the bare arguments first (under the
-    run's signal handlers and reaping, like every child)."""
+def run_cli(cli: click.Command, argv: list[str] | None) -> int:
+    """Run the CLI on ``argv`` and return the exit code."""
     from onboard import proc
 
     args = list(sys.argv[1:] if argv is None else argv)
     signals.reset()
     try:
-        with signals.handlers(), proc.reaping() as reaper, contextlib.ExitStack() as ahead:
-            try:
-                if head_start is not None:
-                    ahead.enter_context(head_start(args))
-            except KeyboardInterrupt:  # Ctrl-C before Click was even imported
-                code = _interrupted(args)
-            else:
-                code = _run(cli, args)
+        with signals.handlers(), proc.reaping() as reaper:
+            code = _run(cli, args)
             reaper.finished = code != EXIT_INTERRUPT
     except BrokenPipeError:
         code = _closed_pipe()
     late = signals.late_signal()
     if late is not None:
-        import click
-
         with contextlib.suppress(OSError):
             click.echo(
                 "note: an interrupt arrived after the work was complete; nothing was undone.",
@@ -103,12 +77,9 @@ def run_cli(
     return code
 
 
-def _run(cli: CommandOrLoader, args: list[str]) -> int:
-    import click
-
+def _run(cli: click.Command, args: list[str]) -> int:
     try:
-        command = cli if isinstance(cli, click.Command) else cli()
-        result = command.main(args=args, prog_name="onboard", standalone_mode=False)
+        result = cli.main(args=args, prog_name="onboard", standalone_mode=False)
     except BrokenPipeError:
         raise
     except OnboardError as exc:
@@ -142,8 +113,6 @@ def _run(cli: CommandOrLoader, args: list[str]) -> int:
 
 
 def _interrupted(args: list[str]) -> int:
-    import click
-
     _json_error(args, "Interrupted", "Interrupted.", None, EXIT_INTERRUPT)
     click.echo("Interrupted.", err=True)
     return EXIT_INTERRUPT
@@ -187,16 +156,12 @@ def _bug(exc: BaseException, args: list[str]) -> int:
         f"onboard, not in your setup. The traceback and versions are in {log}; please attach "
         "that file when you report it."
     )
-    import click
-
     _json_error(args, "Bug", message, None, EXIT_BUG)
     click.echo(message, err=True)
     return EXIT_BUG
 
 
 def _report(exc: OnboardError, args: list[str]) -> None:
-    import click
-
     if _wants_json(args):
         click.echo(json.dumps({"ok": False, "error": exc.to_json()}, indent=2))
     click.echo(f"Error: {exc.paragraph()}", err=True)

@@ -138,9 +138,6 @@ class GitHub:
             self._repo = self._call(lambda: self._gh.get_repo(self.repo_name))
         return self._repo
 
-    def viewer_login(self) -> str:
-        return str(self._call(lambda: answers.login(self._gh.get_user())))
-
     def issue(self, number: int) -> IssueInfo:
         repo = self._repository()
         return self._call(lambda: _issue_info(repo.get_issue(number)))

@@ -52,11 +52,6 @@ class Linkage:
         mo = _LIBPYTHON_RE.match(lib) if lib else None
         return f"{mo.group(1)}.{mo.group(2)}" if mo else None
 
-    def max_version(self, prefix: str) -> str | None:
-        """The highest symbol version named ``prefix*`` it needs (GLIBCXX_3.4.32)."""
-        names = [v for vs in self.version_needs.values() for v in vs if v.startswith(prefix)]
-        return max(names, key=version_key) if names else None
-
     def search_dirs(self) -> list[Path]:
         """RUNPATH (or RPATH) entries with $ORIGIN expanded, as the loader reads them."""
         origin = str(Path(self.path).parent)

@@ -28,6 +28,7 @@ def verify(session: nox.Session) -> None:
     from onboard.errors import OnboardError
     from onboard.proc import outputs
     from onboard.report import LineReporter
+    from onboard.views import verify as view
     from onboard.workflows.verify import run_checks, write_report
 
     try:
@@ -48,7 +49,7 @@ def verify(session: nox.Session) -> None:
         from onboard.files import os_error
 
         session.error(os_error(exc, doing="writing the verify report").paragraph())
-    result.render(stdout_console(), verbose=False)
+    view.render(result, stdout_console(), verbose=False)
     session.log(f"report: {report}")
     if not result.ok:
         failed = ", ".join(c.name for c in result.checks if c.status == "failed")

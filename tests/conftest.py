@@ -364,3 +364,19 @@ def git_daemon(tmp_path: Path) -> Iterator[GitDaemon]:
     (use `.serve(repo_path, name)` -> git:// URL)."""
     with GitDaemon(tmp_path / "git-served") as daemon:
         yield daemon
+
+
+@pytest.fixture(autouse=True)
+def _run_state_reset() -> Iterator[None]:
+    """Each test starts as a new run would: no signal held back, and worker threads
+    allowed to start children (an interrupted run forbids that for the rest of its
+    process; the CLI is one process per run, the tests are not). A test that leaves a
+    signal held back or a critical section open fails."""
+    from onboard import signals
+    from onboard.proc.spawn import spawned
+
+    yield
+    left = (signals._state.pending, signals._state.depth)
+    signals.reset()
+    spawned.stopping = False
+    assert left == (None, 0), f"signals state left behind: {left}"

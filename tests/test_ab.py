@@ -15,11 +15,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fixtures.events import Fifo
 
 from onboard import git, workspace
 from onboard.cli import cli
@@ -296,10 +296,10 @@ def test_cli_json_and_exit_codes(
 
 
 def test_sigterm_removes_the_temporary_worktrees(ws: workspace.Workspace, tmp_path: Path) -> None:
-    started = tmp_path / "started"
+    started = Fifo(tmp_path / "started")
     slow = tmp_path / "slow.py"
     slow.write_text(
-        f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n"
+        f"import time\nopen({str(started)!r}, 'w').write('running\\n')\ntime.sleep(60)\n"
     )
     proc = subprocess.Popen(
         [
@@ -318,10 +318,10 @@ def test_sigterm_removes_the_temporary_worktrees(ws: workspace.Workspace, tmp_pa
         text=True,
         env=os.environ.copy(),
     )
-    deadline = time.monotonic() + 60
-    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert started.exists(), proc.communicate()
+    try:
+        started.line("the program running in a temporary worktree", process=proc)
+    finally:
+        started.close()
     assert len(git.worktree.list_all(ws.checkout_path)) == 2
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fixtures.events import Fifo, gone
 from fixtures.pytorch_repo import FIRST_PR_NUMBER, REGRESSION_MODULE, REPRO_SCRIPT, RepoInfo, git
 
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
-from onboard.workflows.bisect import run_bisect
+from onboard.workflows.bisect import BisectRequest, run_bisect
 from onboard.workflows.bisect.builds import needs_rebuild
 from onboard.workflows.bisect.model import pr_of
 from onboard.workflows.bisect.runner import (
@@ -75,64 +76,112 @@ def _midpoint(repo: Path, old: str, new: str) -> str:
 
 
 def _run(outcome: str) -> Run:
-    return Run(outcome, 0 if outcome == PASS else 1, None, 0.1)
+    crash = outcome == CRASH
+    return Run(
+        outcome, -11 if crash else 0 if outcome == PASS else 1, "SIGSEGV" if crash else None, 0.1
+    )
 
 
-def test_majority_and_flaky() -> None:
-    v = decide((_run(FAIL), _run(PASS), _run(PASS)), "bad")
-    assert (v.value, v.flaky) == (PASS, True)
-    v = decide((_run(PASS), _run(FAIL)), "bad")
-    assert (v.value, v.flaky) == (SKIP, True) and "no majority" in v.reason
-    v = decide((_run(CRASH), _run(CRASH), _run(PASS)), "bad")
-    assert v.value == FAIL
-    v = decide((_run(CRASH),), "skip")
-    assert v.value == SKIP
-    v = decide((_run(TIMEOUT), _run(TIMEOUT)), "bad")
-    assert v.value == SKIP and not v.flaky
+@pytest.mark.parametrize(
+    ("outcomes", "on_crash", "value", "flaky", "reason"),
+    [
+        pytest.param((FAIL, PASS, PASS), "bad", PASS, True, "2 passed, 1 failed of 3 runs",
+                     id="majority-passes"),
+        pytest.param((PASS, FAIL), "bad", SKIP, True, "no majority: 1 passed, 1 failed of 2 runs",
+                     id="a-tie-is-skipped"),
+        pytest.param((CRASH, CRASH, PASS), "bad", FAIL, True, "1 passed, 2 failed of 3 runs",
+                     id="crashes-count-as-bad"),
+        pytest.param((CRASH,), "skip", SKIP, False, "crashed (SIGSEGV)",
+                     id="a-crash-with-on-crash-skip"),
+        pytest.param((TIMEOUT, TIMEOUT), "bad", SKIP, False, "timed out after 0 s (2 of 2 runs)",
+                     id="only-timeouts-decide-nothing"),
+    ],
+)  # fmt: skip
+def test_the_runs_at_a_commit_decide_by_majority(
+    outcomes: tuple[str, ...], on_crash: str, value: str, flaky: bool, reason: str
+) -> None:
+    v = decide(tuple(_run(o) for o in outcomes), on_crash)
+    assert (v.value, v.flaky, v.reason) == (value, flaky, reason)
 
 
-def test_classify_signal_deaths() -> None:
+@pytest.mark.parametrize(
+    ("returncode", "stderr", "outcome", "signal_name"),
+    [
+        pytest.param(-signal.SIGSEGV, "", CRASH, "SIGSEGV", id="killed-by-a-signal"),
+        # through a shell or a pyenv shim: 128 + the signal's number
+        pytest.param(128 + signal.SIGABRT, "", CRASH, "SIGABRT", id="128-plus-a-signal"),
+        pytest.param(1, "", FAIL, None, id="a-plain-failure"),
+        # git bisect run's convention for "cannot test this commit" is kept
+        pytest.param(125, "", "untestable", None, id="exit-125-untestable"),
+        pytest.param(1, "AssertionError: Torch not compiled with CUDA enabled", "no-gpu", None,
+                     id="needs-a-gpu"),
+    ],
+)  # fmt: skip
+def test_a_runs_exit_is_classified(
+    returncode: int, stderr: str, outcome: str, signal_name: str | None
+) -> None:
     from onboard.proc import Result
 
-    assert classify(Result(("x",), -11, "", "", 0.1)) == (CRASH, "SIGSEGV")
-    # through a shell or a pyenv shim: 128 + signal number
-    outcome, sig = classify(Result(("x",), 134, "", "", 0.1))
-    assert outcome == CRASH and sig is not None and "SIGABRT" in sig
-    assert classify(Result(("x",), 1, "", "", 0.1)) == (FAIL, None)
-    # git bisect run's convention for "cannot test this commit" is kept
-    assert classify(Result(("x",), 125, "", "", 0.1))[0] == "untestable"
+    found, sig = classify(Result(("x",), returncode, "", stderr, 0.1))
+    assert found == outcome
+    assert (sig is None) is (signal_name is None)
+    assert signal_name is None or sig is not None and sig.startswith(signal_name)
+
+
+def test_an_untestable_run_skips_the_commit() -> None:
     assert decide((Run("untestable", 125, None, 0.1),), "bad").value == SKIP
-    no_gpu = Result(("x",), 1, "", "AssertionError: Torch not compiled with CUDA enabled", 0.1)
-    assert classify(no_gpu)[0] == "no-gpu"
 
 
-def test_uses_cuda() -> None:
-    assert uses_cuda("x = torch.ones(2, device='cuda')")
-    assert uses_cuda("y = x.cuda()")
-    assert not uses_cuda("# runs on cuda too\nimport torch\n")
-    assert not uses_cuda("dev = 'cpu'\nif torch.cuda.is_available():\n    pass\n")
-    assert not uses_cuda("import torch\nprint(torch.ones(2))\n")
+@pytest.mark.parametrize(
+    ("source", "uses"),
+    [
+        ("x = torch.ones(2, device='cuda')", True),
+        ("y = x.cuda()", True),
+        ("# runs on cuda too\nimport torch\n", False),
+        ("dev = 'cpu'\nif torch.cuda.is_available():\n    pass\n", False),
+        ("import torch\nprint(torch.ones(2))\n", False),
+    ],
+    ids=["device-cuda", "dot-cuda", "only-a-comment", "only-an-availability-check", "cpu"],
+)
+def test_uses_cuda(source: str, uses: bool) -> None:
+    assert uses_cuda(source) is uses
 
 
-def test_pr_of_mergebot_messages() -> None:
-    base = "https://github.com/pytorch/pytorch"
-    body = f"Fix.\n\nPull Request resolved: {base}/pull/123\nApproved by: x"
-    assert pr_of("Fix a thing (#123)", body, base) == (123, f"{base}/pull/123")
-    assert pr_of("Fix a thing (#456)", "", base) == (456, f"{base}/pull/456")
-    assert pr_of("Fix a thing", "", base) == (None, None)
+_BASE = "https://github.com/pytorch/pytorch"
 
 
-def test_needs_rebuild() -> None:
-    assert not needs_rebuild("torch/nn/functional.py")
-    assert not needs_rebuild("docs/source/torch.rst")
-    assert needs_rebuild("aten/src/ATen/native/UnaryOps.cpp")
-    assert needs_rebuild("aten/src/ATen/native/cuda/UnaryFractionKernels.cu")
-    assert needs_rebuild("aten/src/ATen/native/native_functions.yaml")
-    assert needs_rebuild("CMakeLists.txt")
-    assert needs_rebuild("torchgen/gen.py")  # the code generator shapes the C++
-    assert needs_rebuild("tools/autograd/gen_variable_type.py")
-    assert needs_rebuild("setup.py")
-    assert needs_rebuild("third_party/pybind11")  # a submodule pin
+@pytest.mark.parametrize(
+    ("subject", "body", "pr"),
+    [
+        ("Fix a thing (#123)", f"Fix.\n\nPull Request resolved: {_BASE}/pull/123\nApproved by: x",
+         123),
+        ("Fix a thing (#456)", "", 456),
+        ("Fix a thing", "", None),
+    ],
+    ids=["mergebot-trailer", "number-in-the-subject", "no-pr"],
+)  # fmt: skip
+def test_pr_of_mergebot_messages(subject: str, body: str, pr: int | None) -> None:
+    url = f"{_BASE}/pull/{pr}" if pr else None
+    assert pr_of(subject, body, _BASE) == (pr, url)
+
+
+@pytest.mark.parametrize(
+    ("path", "rebuild"),
+    [
+        ("torch/nn/functional.py", False),
+        ("docs/source/torch.rst", False),
+        ("aten/src/ATen/native/UnaryOps.cpp", True),
+        ("aten/src/ATen/native/cuda/UnaryFractionKernels.cu", True),
+        ("aten/src/ATen/native/native_functions.yaml", True),
+        ("CMakeLists.txt", True),
+        ("torchgen/gen.py", True),  # the code generator shapes the C++
+        ("tools/autograd/gen_variable_type.py", True),
+        ("setup.py", True),
+        ("third_party/pybind11", True),  # a submodule pin
+    ],
+)
+def test_needs_rebuild(path: str, rebuild: bool) -> None:
+    assert needs_rebuild(path) is rebuild
 
 
 # --------------------------------------------------------------------------
@@ -146,7 +195,9 @@ def test_python_regression_exact_culprit(pytorch_repo_factory: RepoFactory, tmp_
     before = _state(info.path)
     reporter = Reporter()
 
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=reporter)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)), reporter
+    )
 
     c = result.commits
     assert c is not None and c.culprit is not None
@@ -208,7 +259,7 @@ def test_untracked_file_in_the_way_is_not_blamed_on_the_bounds(tmp_path: Path) -
     )
     first = git("rev-list", "--max-parents=0", "HEAD", cwd=repo)
     with pytest.raises(OnboardError) as info:
-        run_bisect(repro, good=first, repo=str(repo), build="never")
+        run_bisect(BisectRequest(repro=repro, good=first, repo=str(repo), build="never"))
     text = info.value.paragraph()
     assert "untracked files would be overwritten by it (notes.txt)" in text
     assert "--good is older than --bad" not in text
@@ -239,7 +290,9 @@ def test_a_repro_that_edits_a_tracked_file_is_set_aside_not_lost(
         """,
     )
     reporter = Reporter(verbose=True)
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), reporter=reporter)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)), reporter
+    )
     assert result.commits is not None and result.commits.culprit is not None
     assert result.commits.culprit.sha == info.regression_sha
     assert any("kept in the stash" in m for m in reporter.messages)
@@ -269,7 +322,7 @@ def test_a_repro_edit_no_checkout_touches_is_not_carried_into_the_next_test(
         sys.exit(1 if leftover or not ok else 0)
         """,
     )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert result.commits is not None and result.commits.culprit is not None
     assert result.commits.culprit.sha == info.regression_sha
     assert _state(info.path) == before
@@ -287,33 +340,11 @@ def test_segfault_counts_as_bad_and_does_not_abort(
             os.kill(os.getpid(), signal.SIGSEGV)  # a real segfault, exit -11
         """,
     )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     crashes = [r for s in c.steps if s.verdict for r in s.verdict.runs if r.outcome == CRASH]
     assert crashes and all(r.signal == "SIGSEGV" and r.returncode == -11 for r in crashes)
-
-
-def test_on_crash_skip(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
-    info = _make(pytorch_repo_factory)
-    mid = _midpoint(info.path, info.commits[0], info.head)
-    assert mid != info.regression_sha
-    git("checkout", "-q", "--detach", "HEAD", cwd=info.path)  # a detached start stays detached
-    before = _state(info.path)
-    repro = _repro(
-        tmp_path,
-        f"""
-        if os.environ["ONBOARD_BISECT_COMMIT"] == {mid!r}:
-            os.abort()
-        sys.exit(0 if ok else 1)
-        """,
-    )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), on_crash="skip")
-    c = result.commits
-    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
-    assert [s.rev for s in c.skipped] == [mid]
-    assert "SIGABRT" in c.skipped[0].reason
-    assert _state(info.path) == before and before[1] == ""
 
 
 def test_flaky_repro_needs_repeat(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
@@ -331,10 +362,12 @@ def test_flaky_repro_needs_repeat(pytorch_repo_factory: RepoFactory, tmp_path: P
         """,
     )
     with pytest.raises(OnboardError, match="not a good bound"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     for mark in counts.iterdir():
         mark.unlink()
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), repeat=3)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), repeat=3)
+    )
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     assert c.flaky and all(s.mark == "good" for s in c.flaky)
@@ -342,22 +375,45 @@ def test_flaky_repro_needs_repeat(pytorch_repo_factory: RepoFactory, tmp_path: P
     assert "2 passed, 1 failed" in c.flaky[0].reason
 
 
-def test_timeout_skips_the_commit(pytorch_repo_factory: RepoFactory, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("at_mid", "options", "reason"),
+    [
+        pytest.param("os.abort()", {"on_crash": "skip"}, "crashed (SIGABRT)",
+                     id="a-crash-with-on-crash-skip"),
+        pytest.param("time.sleep(120)", {"timeout": 5}, "timed out after 5 s",
+                     id="a-run-past-the-timeout"),
+        pytest.param("sys.exit(125)", {}, "the repro exited 125 (cannot test this commit)",
+                     id="exit-125-cannot-test-this-commit"),
+    ],
+)  # fmt: skip
+def test_a_commit_the_repro_cannot_decide_is_skipped(
+    pytorch_repo_factory: RepoFactory,
+    tmp_path: Path,
+    at_mid: str,
+    options: dict[str, Any],
+    reason: str,
+) -> None:
     info = _make(pytorch_repo_factory)
     mid = _midpoint(info.path, info.commits[0], info.head)
+    assert mid != info.regression_sha
+    git("checkout", "-q", "--detach", "HEAD", cwd=info.path)  # a detached start stays detached
+    before = _state(info.path)
     repro = _repro(
         tmp_path,
         f"""
         if os.environ["ONBOARD_BISECT_COMMIT"] == {mid!r}:
-            time.sleep(120)
+            {at_mid}
         sys.exit(0 if ok else 1)
         """,
     )
-    result = run_bisect(repro, good=info.commits[0], repo=str(info.path), timeout=5)
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), **options)
+    )
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     assert [s.rev for s in c.skipped] == [mid]
-    assert "timed out" in c.skipped[0].reason
+    assert c.skipped[0].reason.startswith(reason), c.skipped[0].reason
+    assert _state(info.path) == before and before[1] == ""
 
 
 def _workspace(tmp_path: Path, info: RepoInfo, fail_at: set[str]) -> Path:
@@ -412,7 +468,7 @@ def test_failed_build_skips_the_commit(pytorch_repo_factory: RepoFactory, tmp_pa
     repro.write_text(REPRO_SCRIPT)
     before = _state(ws / "pytorch")
 
-    result = run_bisect(repro, good=info.commits[0], workspace_dir=str(ws))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[0], workspace=str(ws)))
 
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
@@ -430,7 +486,9 @@ def test_build_always_needs_a_session(pytorch_repo_factory: RepoFactory, tmp_pat
     repro.write_text(REPRO_SCRIPT)
     before = _state(info.path)
     with pytest.raises(OnboardError, match="--build always needs a build session"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path), build="always")
+        run_bisect(
+            BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), build="always")
+        )
     assert _state(info.path) == before
 
 
@@ -445,13 +503,13 @@ def test_python_only_range_needs_no_build(
     (info.path / "build" / "CMakeCache.txt").write_text("")
     repro = tmp_path / "repro.py"
     repro.write_text(REPRO_SCRIPT)
-    result = run_bisect(repro, good=info.commits[6], repo=str(info.path))
+    result = run_bisect(BisectRequest(repro=repro, good=info.commits[6], repo=str(info.path)))
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
     assert c.builds == 0
     # a range with C++ changes needs a build, and there is no session: a clear refusal
     with pytest.raises(OnboardError, match="needs a rebuild.*no workspace build session"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert _state(info.path)[:2] == (info.commits[9], "work")
 
 
@@ -463,7 +521,7 @@ def test_repro_passing_at_bad_is_a_clear_error(
     repro.write_text("import sys\nsys.exit(0)\n")
     before = _state(info.path)
     with pytest.raises(OnboardError) as err:
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert "passes at both" in err.value.message
     assert "does not reproduce" in err.value.message
     assert err.value.next_step and "exit non-zero" in err.value.next_step
@@ -479,13 +537,13 @@ def test_dirty_tree_and_bisect_in_progress_refused(
     edited = info.path / "torch" / "nn" / "_onboard_notes.py"
     edited.write_text("# my local change\n")
     with pytest.raises(OnboardError, match="uncommitted changes"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert edited.read_text() == "# my local change\n"
     git("checkout", "--", ".", cwd=info.path)
 
     git("bisect", "start", cwd=info.path)
     with pytest.raises(OnboardError, match="already in progress") as err:
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert err.value.next_step and "bisect reset" in err.value.next_step
     assert (info.path / ".git" / "BISECT_START").exists()  # theirs, untouched
     git("bisect", "reset", cwd=info.path)
@@ -496,11 +554,17 @@ def test_terms_find_the_fix(pytorch_repo_factory: RepoFactory, tmp_path: Path) -
     # From the "regression" commit on, this repro passes: it was fixed there.
     repro = _repro(tmp_path, "sys.exit(1 if ok else 0)\n")
     with pytest.raises(OnboardError, match="fixed, not introduced") as err:
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert err.value.next_step and "--term-old broken --term-new fixed" in err.value.next_step
 
     result = run_bisect(
-        repro, good=info.commits[0], repo=str(info.path), term_old="broken", term_new="fixed"
+        BisectRequest(
+            repro=repro,
+            good=info.commits[0],
+            repo=str(info.path),
+            term_old="broken",
+            term_new="fixed",
+        )
     )
     c = result.commits
     assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
@@ -508,7 +572,11 @@ def test_terms_find_the_fix(pytorch_repo_factory: RepoFactory, tmp_path: Path) -
     assert {s.mark for s in c.steps} <= {"broken", "fixed"}
 
     with pytest.raises(BadInput):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path), term_old="bad", term_new="x")
+        run_bisect(
+            BisectRequest(
+                repro=repro, good=info.commits[0], repo=str(info.path), term_old="bad", term_new="x"
+            )
+        )
 
 
 @pytest.mark.gpu  # needs the absence of one: skips on a machine with a GPU
@@ -522,7 +590,7 @@ def test_gpu_repro_refused_on_a_machine_without_gpu(
     repro = tmp_path / "repro.py"
     repro.write_text("import torch\nx = torch.ones(2, device='cuda')\n")
     with pytest.raises(OnboardError, match="uses CUDA"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     # A repro that only says so when it runs: refused at the pre-flight, never marked bad.
     repro = _repro(
         tmp_path,
@@ -533,7 +601,7 @@ def test_gpu_repro_refused_on_a_machine_without_gpu(
         name="late.py",
     )
     with pytest.raises(OnboardError, match="needs a CUDA GPU"):
-        run_bisect(repro, good=info.commits[0], repo=str(info.path))
+        run_bisect(BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path)))
     assert _state(info.path) == before
 
 
@@ -584,23 +652,21 @@ def test_cli_json_and_exit_codes(pytorch_repo_factory: RepoFactory, tmp_path: Pa
     assert "Traceback" not in proc.stderr
 
 
-def _start_interruptible(info: RepoInfo, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+def _start_interruptible(info: RepoInfo, tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """A CLI bisect stopped in its first step's repro; and that repro's pid."""
     runs = tmp_path / "runs.txt"
+    started = Fifo(tmp_path / "started")
+    # Pre-flight runs must finish for the bisect to start stepping: sleep only from run 3 on.
     repro = _repro(
         tmp_path,
         f"""
         with open({str(runs)!r}, "a") as fh:
             fh.write(f"{{os.getpid()}}\\n")
-        time.sleep(60)
+        with open({str(started)!r}, "w") as fh:
+            fh.write(f"{{os.getpid()}}\\n")
+        time.sleep(60 if len(open({str(runs)!r}).read().split()) > 2 else 0)
         sys.exit(0 if ok else 1)
         """,
-    )
-    # Pre-flight runs must finish for the bisect to start stepping: sleep only from run 3 on.
-    repro.write_text(
-        repro.read_text().replace(
-            "time.sleep(60)",
-            f"time.sleep(60 if len(open({str(runs)!r}).read().split()) > 2 else 0)",
-        )
     )
     proc = subprocess.Popen(
         [
@@ -619,28 +685,15 @@ def _start_interruptible(info: RepoInfo, tmp_path: Path) -> tuple[subprocess.Pop
         text=True,
         cwd=tmp_path,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if runs.exists() and len(runs.read_text().split()) >= 3:
-            break
-        if proc.poll() is not None:
-            pytest.fail(f"bisect ended early: {proc.communicate()}")
-        time.sleep(0.1)
-    else:
+    try:
+        pids = [started.line(f"the repro's run {n}", process=proc) for n in (1, 2, 3)]
+    except BaseException:
         proc.kill()
-        pytest.fail("the bisect never reached its first step")
+        raise
+    finally:
+        started.close()
     assert (info.path / ".git" / "BISECT_START").exists()  # really mid-bisect
-    return proc, runs
-
-
-def _gone(pid: int) -> bool:
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
+    return proc, int(pids[-1])
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
@@ -649,7 +702,7 @@ def test_interrupt_leaves_the_tree_as_before(
 ) -> None:
     info = _make(pytorch_repo_factory)
     before = _state(info.path)
-    proc, runs = _start_interruptible(info, tmp_path)
+    proc, running = _start_interruptible(info, tmp_path)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -658,7 +711,7 @@ def test_interrupt_leaves_the_tree_as_before(
     assert not list((info.path / ".git").glob("BISECT_*"))
     assert "bisect log saved to" in err
     # the repro that was running was stopped with its process group
-    assert _gone(int(runs.read_text().split()[-1]))
+    assert gone(running, 5)
 
 
 # --------------------------------------------------------------------------
@@ -742,16 +795,16 @@ def test_wheels_then_commits(tmp_path: Path) -> None:
     venvs = tmp_path / "venvs"
     before = _state(repo)
 
-    result = run_bisect(
-        repro,
+    request = BisectRequest(
+        repro=repro,
         good="1.0.0",
         bad="1.3.0",
         wheels=True,
         package=_PKG,
         find_links=str(wheels),
         repo=str(repo),
-        venv_root=venvs,
     )
+    result = run_bisect(request, venv_root=venvs)
 
     w = result.wheels
     assert w is not None
@@ -771,17 +824,7 @@ def test_wheels_then_commits(tmp_path: Path) -> None:
 
     # cached venvs are reused: a second run installs nothing
     reporter = Reporter()
-    run_bisect(
-        repro,
-        good="1.0.0",
-        bad="1.3.0",
-        wheels=True,
-        package=_PKG,
-        find_links=str(wheels),
-        venv_root=venvs,
-        repo=str(repo),
-        reporter=reporter,
-    )
+    run_bisect(request, reporter, venv_root=venvs)
     assert not [m for m in reporter.messages if m.startswith("installing")]
 
 
@@ -815,13 +858,15 @@ def test_wheels_run_inside_a_from_wheel_workspace(tmp_path: Path) -> None:
     repro = tmp_path / "repro.py"
     repro.write_text(f"import sys\nimport {_PKG}\nsys.exit(0 if {_PKG}.check() else 1)\n")
     result = run_bisect(
-        repro,
-        good="1.0.0",
-        bad="1.3.0",
-        wheels=True,
-        package=_PKG,
-        find_links=str(wheels),
-        workspace_dir=str(root),
+        BisectRequest(
+            repro=repro,
+            good="1.0.0",
+            bad="1.3.0",
+            wheels=True,
+            package=_PKG,
+            find_links=str(wheels),
+            workspace=str(root),
+        ),
         venv_root=tmp_path / "venvs",
     )
     w = result.wheels
@@ -830,7 +875,7 @@ def test_wheels_run_inside_a_from_wheel_workspace(tmp_path: Path) -> None:
     assert any("reference tree" in n and "onboard setup NEW_DIR" in n for n in result.notes)
     # Bisecting commits there is still refused: the tree has no history.
     with pytest.raises(OnboardError, match="Bisecting commits"):
-        run_bisect(repro, good="HEAD~1", workspace_dir=str(root))
+        run_bisect(BisectRequest(repro=repro, good="HEAD~1", workspace=str(root)))
 
 
 def test_wheels_bounds_must_be_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -841,49 +886,38 @@ def test_wheels_bounds_must_be_releases(tmp_path: Path, monkeypatch: pytest.Monk
         (wheels / f"{_PKG}-{v}-py3-none-any.whl").write_bytes(b"")
     repro = tmp_path / "repro.py"
     repro.write_text("pass\n")
+    request = BisectRequest(
+        repro=repro, good="0.9.0", bad="1.1.0", wheels=True, package=_PKG, find_links=str(wheels)
+    )
     with pytest.raises(BadInput, match="not among the available releases"):
-        run_bisect(
-            repro,
-            good="0.9.0",
-            bad="1.1.0",
-            wheels=True,
-            package=_PKG,
-            find_links=str(wheels),
-            venv_root=tmp_path / "v",
-        )
+        run_bisect(request, venv_root=tmp_path / "v")
     with pytest.raises(BadInput, match="release versions"):
-        run_bisect(
-            repro,
-            good="main",
-            bad="1.1.0",
-            wheels=True,
-            package=_PKG,
-            find_links=str(wheels),
-            venv_root=tmp_path / "v",
-        )
+        run_bisect(replace(request, good="main"), venv_root=tmp_path / "v")
 
 
 # --- QA regressions -----------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [("nowhere", "does not exist"), ("plain", "is not inside a git repository")],
+    ids=["a-path-that-does-not-exist", "a-folder-outside-any-repository"],
+)
 def test_repo_option_that_is_not_a_repository_is_bad_input(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, words: str
 ) -> None:
     from onboard.cli import cli
     from onboard.crash import run_cli
 
     repro = tmp_path / "repro.py"
     repro.write_text("pass\n")
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    cases = ((tmp_path / "nowhere", "does not exist"), (plain, "is not inside a git repository"))
-    for where, words in cases:
-        capsys.readouterr()
-        code = run_cli(cli, ["bisect", str(repro), "--good", "v1", "--repo", str(where), "--json"])
-        assert code == 2
-        error = json.loads(capsys.readouterr().out)["error"]
-        assert error["message"] == f"--repo {where} {words}."
-        assert "PyTorch checkout" in error["next_step"]
+    (tmp_path / "plain").mkdir()
+    repo = tmp_path / where
+    code = run_cli(cli, ["bisect", str(repro), "--good", "v1", "--repo", str(repo), "--json"])
+    assert code == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["message"] == f"--repo {repo} {words}."
+    assert "PyTorch checkout" in error["next_step"]
 
 
 def test_submodule_sync_gives_up_on_a_remote_that_never_answers(tmp_path: Path) -> None:

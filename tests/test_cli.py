@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
+from fixtures.cli import every_command
 
 import onboard.workflows.doctor as doctor_workflow
 from onboard.cli import cli
@@ -52,14 +55,24 @@ def test_doctor_help_imports_nothing_heavy(tmp_path: Path) -> None:
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "--python" in proc.stdout and "--workspace" in proc.stdout and "--json" in proc.stdout
+    # whole option names (`--python` is not `--python-path`)
+    assert {"--python", "--workspace", "--json"} <= set(re.findall(r"--[\w-]+", proc.stdout))
     assert not _imported_top_level(proc.stderr) & set(HEAVY)
 
 
-@pytest.mark.parametrize("argv", [["no-such-command"], ["doctor", "--no-such-option"]])
-def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["no-such-command"], "Error: No such command 'no-such-command'."),
+        (["doctor", "--no-such-option"], "Error: No such option '--no-such-option'."),
+    ],
+    ids=["an-unknown-command", "an-unknown-option"],
+)
+def test_usage_errors_exit_2(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run_cli(cli, argv) == EXIT_USAGE == 2
-    assert "Error" in capsys.readouterr().err
+    assert said in capsys.readouterr().err.splitlines()
 
 
 def test_console_script_exit_code_for_usage_error(tmp_path: Path) -> None:
@@ -139,8 +152,10 @@ def test_ctrl_c_exits_130(
 
 
 def test_version_option(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
     assert run_cli(cli, ["--version"]) == 0
-    assert "onboard" in capsys.readouterr().out
+    assert capsys.readouterr().out == f"onboard, version {version('onboard')}\n"
 
 
 # --- QA regressions: --json leaves exactly one JSON object on stdout on every way out ---
@@ -237,11 +252,11 @@ NOT_PATHS = {
     ("where", "op"): "an op name",
     ("doctor", "import_module"): "a Python module name",
     ("trace", "code"): "Python code to trace",
-    ("trace", "filter_"): "a regular expression",
+    ("trace", "filter"): "a regular expression",
     ("graph", "code"): "Python code to run",
     ("graph", "variables"): "a global variable's name",
-    ("ab", "side_a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
-    ("ab", "side_b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
+    ("ab", "a"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
+    ("ab", "b"): "installed, workspace, commit:REV or an interpreter (checked by ab)",
     ("stuck", "pid"): "a process id (checked by stuck)",
     ("blame", "spec"): "PATH:LINE[-END] (the path checked by blame, with closest names)",
     ("blame", "since"): "a date",
@@ -256,20 +271,6 @@ NOT_PATHS = {
 }
 
 
-def _commands() -> list[tuple[str, click.Command]]:
-    from onboard.cli import COMMANDS
-
-    found = []
-    ctx = click.Context(cli)
-    for name in sorted(COMMANDS):
-        command = cli.get_command(ctx, name)
-        assert command is not None
-        found.append((name, command))
-        if isinstance(command, click.Group):
-            found += [(f"{name} {sub}", c) for sub, c in sorted(command.commands.items())]
-    return found
-
-
 def _takes_text(param: click.Parameter) -> bool:
     if isinstance(param, click.Option) and (param.is_flag or param.count):
         return False
@@ -281,7 +282,7 @@ def test_every_text_parameter_is_a_path_or_says_what_it_is() -> None:
 
     unclassified = [
         (name, param.name)
-        for name, command in _commands()
+        for name, command in every_command()
         for param in command.params
         if _takes_text(param)
         and not isinstance(param.type, PathParam)
@@ -292,7 +293,7 @@ def test_every_text_parameter_is_a_path_or_says_what_it_is() -> None:
         "(onboard/commands/_common.py), or add it to NOT_PATHS with what it is"
     )
     stale = [
-        k for k in NOT_PATHS if k not in {(n, p.name) for n, c in _commands() for p in c.params}
+        k for k in NOT_PATHS if k not in {(n, p.name) for n, c in every_command() for p in c.params}
     ]
     assert not stale, f"NOT_PATHS names parameters that no longer exist: {stale}"
 
@@ -302,7 +303,7 @@ def _path_params() -> list[tuple[str, click.Command, click.Parameter]]:
 
     return [
         (name, command, param)
-        for name, command in _commands()
+        for name, command in every_command()
         for param in command.params
         if isinstance(param.type, PathParam)
     ]
@@ -329,38 +330,61 @@ def test_there_are_path_parameters_to_check() -> None:
     names = {(name, p.name) for name, _, p in _path_params()}
     for expected in [("setup", "dest"), ("setup", "reference"), ("doctor", "workspace"),
                      ("bisect", "repro"), ("harvest", "paths"), ("pr", "repo"),
-                     ("locate", "python"), ("build", "debinfo")]:  # fmt: skip
+                     ("locate", "python"), ("build", "debinfo_files")]:  # fmt: skip
         assert expected in names
 
 
-@pytest.mark.parametrize("value", ["", "   ", "\t"])
+def _path_param_cases() -> list[Any]:
+    return [
+        pytest.param(name, command, param, id=f"{name.replace(' ', '-')}-{param.name}")
+        for name, command, param in _path_params()
+    ]
+
+
+@pytest.mark.parametrize(("name", "command", "param"), _path_param_cases())
+@pytest.mark.parametrize("value", ["", "   ", "\t"], ids=["empty", "spaces", "tab"])
 def test_every_path_parameter_refuses_an_empty_value(
-    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    name: str,
+    command: click.Command,
+    param: click.Parameter,
+    value: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # `onboard setup "$WS"` with WS unset made the current folder a workspace (exit 0).
     here = tmp_path / "here"
     here.mkdir()
     monkeypatch.chdir(here)
-    for name, command, param in _path_params():
-        argv = _argv_with(name, command, param, value)
-        assert run_cli(cli, argv) == EXIT_USAGE, argv
-        err = capsys.readouterr().err
-        assert "is not a path: it is empty" in err, (argv, err)
+    argv = _argv_with(name, command, param, value)
+    assert run_cli(cli, argv) == EXIT_USAGE, argv
+    err = capsys.readouterr().err
+    assert "is not a path: it is empty" in err, (argv, err)
     assert list(here.iterdir()) == []  # nothing was made here
 
 
+@pytest.mark.parametrize(("name", "command", "param"), _path_param_cases())
 def test_a_path_with_a_name_too_long_is_bad_usage(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str,
+    command: click.Command,
+    param: click.Parameter,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     tmp_path = tmp_path / "here"
     tmp_path.mkdir()
     long_dir = str(tmp_path / ("w" * 300))
-    for name, command, param in _path_params():
-        argv = _argv_with(name, command, param, long_dir)
-        assert run_cli(cli, argv) == EXIT_USAGE, argv
-        assert "300 bytes long" in capsys.readouterr().err
+    argv = _argv_with(name, command, param, long_dir)
+    assert run_cli(cli, argv) == EXIT_USAGE, argv
+    assert "300 bytes long" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_setup_counts_the_staging_folders_name_in_a_long_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # setup adds a hidden staging folder's name beside DIR: that must fit too
     assert run_cli(cli, ["setup", str(tmp_path / ("w" * 240)), "--from-wheel"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "plus the 26 onboard adds" in err and "Traceback" not in err
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["_home"]

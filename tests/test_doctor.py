@@ -17,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -180,81 +181,38 @@ def test_python_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixtur
 # --- 2. torch's C extension does not import --------------------------------------
 
 
-@needs_gcc
-@linux_only
-def test_extension_named_for_another_python(
-    bare_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pkg = extension_torch(tmp_path / "site")
+# Each builds torch/_C (and what it links) under tmp_path/"site"/"torch" as a user's
+# broken install has it.
+
+
+def _named_for_another_python(tmp_path: Path, pkg: Path) -> None:
     src = write(tmp_path / "src" / "c.c", "void *PyInit__C(void) { return 0; }\n")
     compile_so(src, pkg / f"_C.{OTHER_TAG}.so")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-
-    report = run_doctor(bare_python, cwd=tmp_path)
-    finding = report.finding("extension-python-mismatch")
-    assert finding is not None, ids(report)
-    other = f"{OTHER[0]}.{OTHER[1]}"
-    assert f"built for Python {other}" in finding.title
-    assert OTHER_TAG in finding.why and EXT_SUFFIX in finding.why
-    assert "No module named 'torch._C'" in finding.why or "_C" in finding.why
-    assert report.exit_code == 1
 
 
-@needs_gcc
-@linux_only
-def test_extension_linked_against_another_libpython(
-    bare_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _linked_against_another_libpython(tmp_path: Path, pkg: Path) -> None:
     # A stub libpython3.9 to link against, left behind like a conda env's one.
     soname = f"libpython{OTHER[0]}.{OTHER[1]}.so.1.0"
     stub_src = write(tmp_path / "src" / "stub.c", "int Py_IsInitialized(void) { return 1; }\n")
     stub = compile_so(stub_src, tmp_path / "elsewhere" / soname, f"-Wl,-soname,{soname}")
-    pkg = extension_torch(tmp_path / "site")
     src = write(
         tmp_path / "src" / "c.c",
         "int Py_IsInitialized(void);\n"
         "void *PyInit__C(void) { return (void *)(long)Py_IsInitialized(); }\n",
     )
     compile_so(src, pkg / f"_C{EXT_SUFFIX}", "-Wl,--no-as-needed", str(stub))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-
-    report = run_doctor(bare_python, cwd=tmp_path)
-    assert "cannot open shared object file" in (report.env.import_error or {})["message"]
-    finding = report.finding("extension-python-mismatch")
-    assert finding is not None, ids(report)
-    assert f"built for Python {OTHER[0]}.{OTHER[1]}" in finding.title
-    assert f"DT_NEEDED on {soname}" in finding.why
-    assert "--force-reinstall" in finding.fix
 
 
-@needs_gcc
-@linux_only
-def test_extension_calls_python_api_this_python_lacks(
-    bare_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pkg = extension_torch(tmp_path / "site")
+def _calls_python_api_this_python_lacks(tmp_path: Path, pkg: Path) -> None:
     src = write(
         tmp_path / "src" / "c.c",
         f"void {REMOVED_PY_API}(void);\n"
         f"void *PyInit__C(void) {{ {REMOVED_PY_API}(); return 0; }}\n",
     )
     compile_so(src, pkg / f"_C{EXT_SUFFIX}")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-
-    report = run_doctor(bare_python, cwd=tmp_path)
-    assert f"undefined symbol: {REMOVED_PY_API}" in (report.env.import_error or {})["message"]
-    finding = report.finding("extension-python-mismatch")
-    assert finding is not None, ids(report)
-    assert REMOVED_PY_API in finding.why
-    assert "are missing in this Python" in finding.why
 
 
-@needs_gcc
-@linux_only
-def test_extension_built_with_the_other_cxx_abi(
-    bare_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pkg = extension_torch(tmp_path / "site")
+def _built_with_the_other_cxx_abi(tmp_path: Path, pkg: Path) -> None:
     # torch's libc10 with the C++11 ABI, as the real wheel (CXX11 ABI: yes)...
     lib_src = write(
         tmp_path / "src" / "c10.cpp",
@@ -293,27 +251,9 @@ def test_extension_built_with_the_other_cxx_abi(
         "-Wl,-rpath,$ORIGIN/lib",
         cxx=True,
     )
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-
-    report = run_doctor(bare_python, cwd=tmp_path)
-    assert (
-        "undefined symbol: _ZN3c106detail14torchCheckFail"
-        in (report.env.import_error or {})["message"]
-    )
-    finding = report.finding("extension-cxx-abi-mismatch")
-    assert finding is not None, ids(report)
-    assert "old std::string ABI (_GLIBCXX_USE_CXX11_ABI=0)" in finding.title
-    assert "libc10.so with the C++11 ABI" in finding.title
-    assert "torchCheckFail" in finding.why
-    assert any("__cxx11" in d for d in finding.details)
-    assert "extension-python-mismatch" not in ids(report)
 
 
-@needs_gcc
-@linux_only
-def test_extension_needs_newer_libstdcxx(
-    bare_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _needs_a_newer_libstdcxx(tmp_path: Path, pkg: Path) -> None:
     # Link against a stub libstdc++.so.6 that defines a version newer than any real
     # one; at run time the loader picks the system libstdc++, which lacks it.
     stub_src = write(tmp_path / "src" / "stub.c", "void onboard_new_runtime(void) {}\n")
@@ -326,21 +266,89 @@ def test_extension_needs_newer_libstdcxx(
         "-Wl,-soname,libstdc++.so.6",
         f"-Wl,--version-script={vmap}",
     )
-    pkg = extension_torch(tmp_path / "site")
     src = write(
         tmp_path / "src" / "c.c",
         "void onboard_new_runtime(void);\n"
         "void *PyInit__C(void) { onboard_new_runtime(); return 0; }\n",
     )
     compile_so(src, pkg / f"_C{EXT_SUFFIX}", str(stub))
+
+
+_OTHER = f"{OTHER[0]}.{OTHER[1]}"
+
+# (how torch/_C is broken, the finding, words in its title, in its why, in one of its
+# details, in its fix)
+BROKEN_C_EXTENSIONS = [
+    pytest.param(
+        _named_for_another_python, "extension-python-mismatch", (f"built for Python {_OTHER}",),
+        (OTHER_TAG, EXT_SUFFIX), (), (), id="named-for-another-python",
+    ),
+    pytest.param(
+        _linked_against_another_libpython, "extension-python-mismatch",
+        (f"built for Python {_OTHER}",), (f"DT_NEEDED on libpython{_OTHER}.so.1.0",), (),
+        ("--force-reinstall",), id="linked-against-another-libpython",
+    ),
+    pytest.param(
+        _calls_python_api_this_python_lacks, "extension-python-mismatch", (),
+        (REMOVED_PY_API, "are missing in this Python"), (), (),
+        id="calls-python-api-this-python-lacks",
+    ),
+    pytest.param(
+        _built_with_the_other_cxx_abi, "extension-cxx-abi-mismatch",
+        ("old std::string ABI (_GLIBCXX_USE_CXX11_ABI=0)", "libc10.so with the C++11 ABI"),
+        ("torchCheckFail",), ("__cxx11",), (), id="built-with-the-other-cxx-abi",
+    ),
+    pytest.param(
+        # the newest version the real libstdc++ has is named in a detail
+        _needs_a_newer_libstdcxx, "libstdcxx-too-old", (), ("GLIBCXX_3.4.99", "libstdc++.so.6"),
+        ("GLIBCXX_3.4.",), (), id="needs-a-newer-libstdcxx",
+    ),
+]  # fmt: skip
+
+
+@needs_gcc
+@linux_only
+@pytest.mark.parametrize(
+    ("build", "finding_id", "title", "why", "detail", "fix"), BROKEN_C_EXTENSIONS
+)
+def test_torchs_c_extension_that_does_not_import_is_explained(
+    build: Callable[[Path, Path], None],
+    finding_id: str,
+    title: tuple[str, ...],
+    why: tuple[str, ...],
+    detail: tuple[str, ...],
+    fix: tuple[str, ...],
+    bare_python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    build(tmp_path, extension_torch(tmp_path / "site"))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    # what `import torch` really raises there (PYTHONPATH is inherited)
+    said = (
+        subprocess.run(
+            [bare_python, "-c", "import torch"], cwd=tmp_path, capture_output=True, text=True
+        )
+        .stderr.strip()
+        .splitlines()[-1]
+    )
+    assert said.split(": ", 1)[0].endswith("Error"), said
 
     report = run_doctor(bare_python, cwd=tmp_path)
-    finding = report.finding("libstdcxx-too-old")
+    assert report.env.import_error is not None
+    assert report.env.import_error["message"] == said.split(": ", 1)[1]
+    finding = report.finding(finding_id)
     assert finding is not None, ids(report)
-    assert "GLIBCXX_3.4.99" in finding.why
-    assert "libstdc++.so.6" in finding.why
-    assert "GLIBCXX_3.4." in finding.details[1]  # the newest version the real one has
+    assert [i for i in ids(report) if i.startswith(("extension-", "libstdcxx-"))] == [finding_id]
+    for words in title:
+        assert words in finding.title
+    for words in why:
+        assert words in finding.why
+    for words in detail:
+        assert any(words in d for d in finding.details), finding.details
+    for words in fix:
+        assert words in finding.fix
+    assert report.exit_code == 1
 
 
 def _other_cpython() -> str | None:
@@ -435,7 +443,7 @@ def test_running_python_inside_a_pytorch_checkout(pytorch_repo_factory, tmp_path
     assert "a PyTorch source tree" in shadow.title
     assert "current folder" in shadow.why
     assert "no compiled C extension" in shadow.why
-    assert "cd " in shadow.fix
+    assert "Run Python from another folder (`cd ~`)" in shadow.fix
     stale = report.finding("stale-build")
     assert stale is not None, ids(report)
     assert stale.severity == "warning"
@@ -522,37 +530,61 @@ def test_workspace_checkout_moved_away_from_the_installed_commit(
     assert report.facts["workspace"]["head"] == shas[0]
 
 
-def test_workspace_checkout_ahead_is_only_a_note(
+# (the torch installed: version and commit, as an index of small_repo's commits or a sha;
+# the workspace's commit and interpreter; the finding, its severity, words in its title
+# and fix). small_repo's checkout is at its last commit, shas[2].
+WORKSPACE_NOTES = [
+    pytest.param(
+        "2.13.0", 0, 0, "bare", "workspace-ahead", "info", ("2 commit(s) ahead",), (),
+        id="checkout-ahead-of-the-installed-commit",
+    ),
+    pytest.param(
+        # upgraded after setup: torch now comes from a commit the checkout lacks
+        "2.14.0", "ab" * 20, 2, "bare", "workspace-other-torch", "error", ("2.13.0", "2.14.0"),
+        (), id="torch-upgraded-since-setup",
+    ),
+    pytest.param(
+        "2.13.0", 2, 2, "onboards", "workspace-other-python", "info", (),
+        (f"onboard doctor --python {sys.executable}",), id="made-with-another-interpreter",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("version", "torch_commit", "ws_commit", "ws_python", "finding_id", "severity", "title", "fix"),
+    WORKSPACE_NOTES,
+)
+def test_a_workspace_that_does_not_match_the_torch_is_named(
+    version: str,
+    torch_commit: int | str,
+    ws_commit: int,
+    ws_python: str,
+    finding_id: str,
+    severity: str,
+    title: tuple[str, ...],
+    fix: tuple[str, ...],
     small_repo: tuple[Path, list[str]],
     bare_python: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     repo, shas = small_repo
-    fake_torch(tmp_path / "site", git_version=shas[0])
+    git_version = shas[torch_commit] if isinstance(torch_commit, int) else torch_commit
+    fake_torch(tmp_path / "site", version=version, git_version=git_version)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    report = run_doctor(bare_python, workspace=_workspace(repo, shas[0], bare_python), cwd=tmp_path)
-    finding = report.finding("workspace-ahead")
-    assert finding is not None and finding.severity == "info", ids(report)
-    assert "2 commit(s) ahead" in finding.title
-
-
-def test_workspace_made_for_another_torch(
-    small_repo: tuple[Path, list[str]],
-    bare_python: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    repo, shas = small_repo
-    # The torch was upgraded after setup: it now comes from a commit the checkout lacks.
-    fake_torch(tmp_path / "site", version="2.14.0", git_version="ab" * 20)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    ws = _workspace(repo, shas[2], bare_python)
+    made_with = bare_python if ws_python == "bare" else sys.executable
+    ws = _workspace(repo, shas[ws_commit], made_with)
     report = run_doctor(bare_python, workspace=ws, cwd=tmp_path)
-    assert {"workspace-other-torch", "workspace-checkout-moved"} <= set(ids(report))
-    other = report.finding("workspace-other-torch")
-    assert other is not None and "2.13.0" in other.title and "2.14.0" in other.title
-    assert report.exit_code == 1
+    finding = report.finding(finding_id)
+    assert finding is not None and finding.severity == severity, ids(report)
+    for words in title:
+        assert words in finding.title
+    for words in fix:
+        assert words in finding.fix
+    # the checkout did not move: only a torch from a commit it lacks makes it look moved
+    moved = git_version not in shas
+    assert ("workspace-checkout-moved" in ids(report)) is moved
+    assert finding.needs_action is (severity == "error")  # a note alone fails no script
 
 
 def test_workspace_option_on_the_cli(small_repo: tuple[Path, list[str]], tmp_path: Path) -> None:
@@ -627,8 +659,10 @@ def test_installed_torch_is_healthy(tmp_path: Path) -> None:
 
     from rich.console import Console
 
+    from onboard.views import doctor as view
+
     console = Console(record=True, width=120)
-    report.render(console, verbose=True)
+    view.render(report, console, verbose=True)
     text = console.export_text()
     assert "No problems found." in text
     assert "/__w/pytorch/pytorch" in text
@@ -642,24 +676,6 @@ def test_doctor_through_click_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["findings"] == []
     assert os.environ.get("ONBOARD_WORKSPACE") is None
-
-
-def test_workspace_made_with_another_interpreter(
-    small_repo: tuple[Path, list[str]],
-    bare_python: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    repo, shas = small_repo
-    fake_torch(tmp_path / "site", git_version=shas[2])
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    ws = _workspace(
-        repo, shas[2], sys.executable
-    )  # made for onboard's python, probed with the venv
-    report = run_doctor(bare_python, workspace=ws, cwd=tmp_path)
-    finding = report.finding("workspace-other-python")
-    assert finding is not None and finding.severity == "info", ids(report)
-    assert f"onboard doctor --python {sys.executable}" in finding.fix
 
 
 # --- QA regressions: bad --workspace / --python values are one paragraph, never a crash ---

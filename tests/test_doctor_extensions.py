@@ -10,6 +10,7 @@ are compiled once per session."""
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from onboard.crash import run_cli
 from onboard.report import Reporter
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor import diagnose, extension
-from onboard.workflows.locate import IMPORT_FAILED, locate
+from onboard.workflows.locate import IMPORT_FAILED, LocateRequest, locate
 
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 TORCH_LIB = find_torch_dir() / "lib"
@@ -167,33 +168,66 @@ def test_function_this_torch_does_not_define(env: TorchEnv, ext_dir: Path, tmp_p
     assert "Reinstall torch" not in finding.fix
 
 
-def test_extension_built_for_another_python(env: TorchEnv, ext_dir: Path) -> None:
-    [removed_api] = extension.explain(
-        env, _explain(env, ext_dir, "ext_old"), sys.executable, str(ext_dir)
-    )
-    assert removed_api.id == "extension-python-mismatch"
-    assert "PyFrame_BlockSetup" in removed_api.why
-    assert removed_api.fix.startswith("Rebuild ext_old.so for this Python")
-    assert "torch itself is fine" in removed_api.fix and "pip install --force-reinstall" not in (
-        removed_api.fix
-    )
-    [tagged] = extension.explain(
-        env, _explain(env, ext_dir, "ext_py310"), sys.executable, str(ext_dir)
-    )
-    assert tagged.id == "extension-python-mismatch"
-    assert tagged.title.startswith(
-        "ext_py310.cpython-310-x86_64-linux-gnu.so was built for Python 3.10"
-    )
-    assert "or run it with the Python 3.10 it was built for" in tagged.fix
+def _import_error(folder: Path, module: str) -> str:
+    """What `import module` really raises in a fresh interpreter with ``folder`` on its path."""
+    code = f"import sys\nsys.path.insert(0, {str(folder)!r})\nimport {module}\n"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 1, run.stderr
+    return run.stderr.strip().splitlines()[-1].split(": ", 1)[1]
 
 
-def test_missing_libraries(env: TorchEnv, ext_dir: Path) -> None:
-    [gone] = extension.explain(
-        env, _explain(env, ext_dir, "ext_needs"), sys.executable, str(ext_dir)
-    )
-    assert gone.id == "library-missing"
-    assert gone.title == f"ext_needs{SUFFIX} needs libonboard_gone.so, which the loader cannot find"
-    assert str(TORCH_LIB) in gone.why
+PY = platform.python_version()  # the interpreter the extensions are imported into
+
+# One module each, explained: (module, finding id, its title, words in its why, words in
+# its fix, words its fix must not have).
+EXPLAINED = [
+    pytest.param(
+        "ext_old", "extension-python-mismatch",
+        f"ext_old.so was built for another Python, this interpreter is Python {PY}",
+        ("missing in this Python", "PyFrame_BlockSetup"),
+        ("Rebuild ext_old.so for this Python", "torch itself is fine"),
+        "pip install --force-reinstall", id="calls-c-api-this-python-removed",
+    ),
+    pytest.param(
+        "ext_py310", "extension-python-mismatch",
+        "ext_py310.cpython-310-x86_64-linux-gnu.so was built for Python 3.10, this interpreter "
+        f"is Python {PY}", ("is named for cpython-310-x86_64-linux-gnu (Python 3.10)",),
+        ("or run it with the Python 3.10 it was built for",), None, id="named-for-python-3.10",
+    ),
+    pytest.param(
+        "ext_needs", "library-missing",
+        f"ext_needs{SUFFIX} needs libonboard_gone.so, which the loader cannot find",
+        (str(TORCH_LIB),), ("LD_LIBRARY_PATH",), None, id="a-library-it-links-is-gone",
+    ),
+    pytest.param(
+        "ext_nowhere", "extension-not-found",
+        "`import ext_nowhere`: there is no module ext_nowhere where this interpreter looks",
+        (), ("PYTHONPATH",), None, id="a-module-that-is-nowhere",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("module", "finding_id", "title", "why", "fix", "not_in_fix"), EXPLAINED)
+def test_an_extension_that_does_not_import_is_explained(
+    env: TorchEnv,
+    ext_dir: Path,
+    module: str,
+    finding_id: str,
+    title: str,
+    why: tuple[str, ...],
+    fix: tuple[str, ...],
+    not_in_fix: str | None,
+) -> None:
+    [finding] = extension.explain(env, _explain(env, ext_dir, module), sys.executable, str(ext_dir))
+    assert (finding.id, finding.title) == (finding_id, title)
+    assert finding.needs_action
+    # it starts from what the import really raised
+    assert finding.why.startswith(f"`import {module}` fails with: {_import_error(ext_dir, module)}")
+    for words in why:
+        assert words in finding.why
+    for words in fix:
+        assert words in finding.fix
+    assert not_in_fix is None or not_in_fix not in finding.fix
 
 
 def test_torch_library_without_rpath_through_a_script(ext_dir: Path, tmp_path: Path) -> None:
@@ -235,14 +269,6 @@ def test_doctor_cli_runs_the_script(
     assert data["facts"]["extension"]["what"] == f"{sys.executable} {script}"
 
 
-def test_module_that_is_nowhere(env: TorchEnv, ext_dir: Path) -> None:
-    [finding] = extension.explain(
-        env, _explain(env, ext_dir, "ext_nowhere"), sys.executable, str(ext_dir)
-    )
-    assert finding.id == "extension-not-found"
-    assert "no module ext_nowhere" in finding.title
-
-
 def test_doctor_cli_refuses_both_forms(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(cli, ["doctor", "--import", "x", "--", "python", "x.py"]) == 2
     assert run_cli(cli, ["doctor", "--import", "not a module"]) == 2
@@ -254,7 +280,7 @@ def test_locate_routes_the_import_error_to_the_doctor(
     script = ext_dir / "use_ext_locate.py"
     script.write_text("import torch\nimport ext_abi\n")
     monkeypatch.chdir(tmp_path)
-    result = locate(command=[sys.executable, str(script)], workspace=str(clone_ws))
+    result = locate(LocateRequest(command=[sys.executable, str(script)], workspace=str(clone_ws)))
     assert result.verdict == IMPORT_FAILED and result.exit_code == 1
     assert [f.id for f in result.diagnosis] == ["extension-cxx-abi-mismatch"]
     assert result.next_step == (
@@ -276,7 +302,9 @@ def test_locate_on_torch_shadowed_by_a_checkout(
         "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'libtorch_global_deps.so'))\n"
     )
     monkeypatch.chdir(tree)
-    result = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    result = locate(
+        LocateRequest(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    )
     assert result.verdict == IMPORT_FAILED
     assert "libtorch_global_deps.so" in (result.message or "")
     assert "torch-shadowed" in [f.id for f in result.diagnosis]

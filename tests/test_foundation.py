@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.events import Holders, gone
 
 from onboard import proc, redact, workspace
 from onboard.cache import Row, matches, read_valid, writable_cache_dir
@@ -45,12 +46,7 @@ def test_run_timeout_kills_the_whole_group(tmp_path: Path) -> None:
         proc.run([sys.executable, "-c", code], timeout=2)
     child = int(marker.read_text())
     # The grandchild went with its parent: no orphan keeps running.
-    with pytest.raises(ProcessLookupError):
-        for _ in range(50):
-            os.kill(child, 0)
-            import time
-
-            time.sleep(0.1)
+    assert gone(child, 5)
 
 
 def test_missing_executable_is_one_clear_error() -> None:
@@ -115,7 +111,7 @@ def test_every_kind_of_child_carries_the_runs_token(tmp_path: Path) -> None:
         running, child, passthrough = started
         child.stop()
         passthrough.stop()
-    assert not _running(running.pid)  # the end of the run stopped it
+    assert gone(running.pid)  # the end of the run stopped it
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads Linux's /proc")
@@ -129,7 +125,7 @@ def test_a_released_child_works_on_after_a_normal_end_not_an_interrupted_one() -
         stopped = proc.Child(["sleep", "300"])
         stopped.release()
         raise KeyboardInterrupt
-    assert not _running(stopped.pid)
+    assert gone(stopped.pid)
     os.killpg(kept.pid, signal.SIGKILL)
 
 
@@ -323,35 +319,33 @@ def test_status_lists_the_files_of_untracked_folders_as_git_does(tmp_path: Path)
 
 
 def test_work_left_for_after_the_run_starts_only_once_it_has_answered(tmp_path: Path) -> None:
-    import time
-
+    # A detached copy is a fork: it holds the pipes this process holds, so the end of
+    # a pipe made before is the end of every copy, whether one was made or not.
     done = tmp_path / "done"
+    copies = Holders()
     with proc.reaping() as reaper:
         proc.detach_after_run(lambda: done.write_text("written"))
         assert not done.exists()  # not while the run is still answering
         reaper.finished = True
-    for _ in range(200):  # a detached copy writes it (or this process, where it cannot fork)
-        if done.exists():
-            break
-        time.sleep(0.05)
+    copies.wait("the detached copy")  # (or this process wrote it, where it cannot fork)
     assert done.read_text() == "written"
 
     skipped = tmp_path / "skipped"
+    copies = Holders()
     with proc.reaping():  # interrupted: `finished` is never set
         proc.detach_after_run(lambda: skipped.write_text("written"))
-    time.sleep(0.3)
+    copies.wait("a copy that should not have been made")
     assert not skipped.exists()
 
     nested = tmp_path / "nested"
+    after_outer = Holders()
     with proc.reaping() as outer:
+        after_inner = Holders()
         with proc.reaping() as inner:  # a block inside the run is not its end
             proc.detach_after_run(lambda: nested.write_text("written"))
             inner.finished = True
-        time.sleep(0.3)
+        after_inner.wait("a copy that should not have been made yet")
         assert not nested.exists()
         outer.finished = True
-    for _ in range(200):
-        if nested.exists():
-            break
-        time.sleep(0.05)
+    after_outer.wait("the detached copy")
     assert nested.read_text() == "written"

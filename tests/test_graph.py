@@ -18,7 +18,7 @@ from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.trace import backward_nodes
-from onboard.workflows.trace.autograd_graph import graph
+from onboard.workflows.trace.autograd_graph import GraphRequest, graph
 
 PY = sys.executable
 STEP = """\
@@ -74,7 +74,7 @@ def test_backward_names_follow_torchgen() -> None:
 def test_graph_of_x_times_w_plus_b(tmp_path: Path) -> None:
     script = tmp_path / "step.py"
     script.write_text(STEP)
-    result = graph([PY, str(script)])
+    result = graph(GraphRequest(command=[PY, str(script)]))
     assert result.roots == ["y"]
     by_cls = {n.cls: n for n in result.nodes}
     add, mul = by_cls["AddBackward0"], by_cls["MulBackward0"]
@@ -97,7 +97,7 @@ def test_graph_var_views_detach_and_no_grad(
 ) -> None:
     script = tmp_path / "views.py"
     script.write_text(STEP + "d = y.detach()\nv = y[1:]\nwith torch.no_grad():\n    z = x * 2\n")
-    result = graph([PY, str(script)], variables=["v"])
+    result = graph(GraphRequest(command=[PY, str(script)], variables=["v"]))
     assert result.roots == ["v"] and result.nodes[0].cls == "SliceBackward0"
     text = " ".join(result.explanations)
     assert "Views (v of y)" in text and "Detached (d)" in text
@@ -113,11 +113,13 @@ def test_graph_var_views_detach_and_no_grad(
 
 def test_graph_without_any_graph_explains_why() -> None:
     result = graph(
-        code="x = torch.ones(2, requires_grad=True)\nwith torch.no_grad():\n    y = x * 2"
+        GraphRequest(
+            code="x = torch.ones(2, requires_grad=True)\nwith torch.no_grad():\n    y = x * 2"
+        )
     )
     assert result.roots == [] and result.nodes == []
     assert any("no_grad" in e for e in result.explanations)
-    result = graph(code="with torch.inference_mode():\n    t = torch.ones(2) * 2")
+    result = graph(GraphRequest(code="with torch.inference_mode():\n    t = torch.ones(2) * 2"))
     assert any("Inference tensors (t)" in e for e in result.explanations)
 
 
@@ -125,7 +127,7 @@ def test_graph_bad_programs(tmp_path: Path) -> None:
     script = tmp_path / "broken.py"
     script.write_text("raise SystemExit('no data')\n")
     with pytest.raises(OnboardError, match="failed before any torch call"):
-        graph([PY, str(script)])
+        graph(GraphRequest(command=[PY, str(script)]))
 
 
 STEP_CODE = "x = torch.ones(2, requires_grad=True); y = x * 2 + 1"
@@ -153,12 +155,12 @@ def test_graph_svg_without_dot_says_how_to_get_it(
     code = f"open({str(ran)!r}, 'w'); x = torch.ones(2, requires_grad=True); y = x * 2"
     svg = tmp_path / "g.svg"
     with pytest.raises(OnboardError) as info:
-        graph(code=code, python=PY, svg=str(svg))
+        graph(GraphRequest(code=code, python=PY, svg=str(svg)))
     assert "needs Graphviz's `dot` program, which is not on PATH" in info.value.message
     assert "apt-get install graphviz" in str(info.value.next_step)
     assert not ran.exists() and not svg.exists()  # said before the program ran
     with pytest.raises(BadInput, match="does not exist"):
-        graph(code=code, python=PY, svg=str(tmp_path / "no" / "g.svg"))
+        graph(GraphRequest(code=code, python=PY, svg=str(tmp_path / "no" / "g.svg")))
 
 
 def _svg_graph(path: Path) -> tuple[dict[str, str], set[str]]:
@@ -194,7 +196,7 @@ def test_graph_svg_holds_the_graph(tmp_path: Path) -> None:
     }
     assert edges == {"t_y->n0", "n0->n1", "n1->n2"}
     # the dot text and the picture are the same graph
-    result = graph(code=STEP_CODE, python=PY)
+    result = graph(GraphRequest(code=STEP_CODE, python=PY))
     assert nodes["n1"].endswith(f"derivatives.yaml:{result.nodes[1].derivative.line}")
 
 
@@ -282,7 +284,7 @@ def test_saved_tensors_are_the_ones_autograd_packed(name: str, tmp_path: Path) -
     truth = Counter(
         (tuple(shape), dtype) for shape, dtype in json.loads(done.stdout.splitlines()[-1])
     )
-    result = graph([PY, str(script)])
+    result = graph(GraphRequest(command=[PY, str(script)]))
     shown = Counter(
         (tuple(s["tensor"]["shape"]), s["tensor"]["dtype"])
         for n in result.nodes
@@ -329,7 +331,7 @@ def test_dot_edges_are_labelled_with_their_place_in_next_functions(tmp_path: Pat
         for src, dst, i, nr in json.loads(done.stdout.splitlines()[-1])
     )
     assert any(nr for *_rest, nr in json.loads(done.stdout.splitlines()[-1]))  # a real input_nr
-    result = graph([PY, str(script)])
+    result = graph(GraphRequest(command=[PY, str(script)]))
     cls = {f"n{n.index}": n.cls for n in result.nodes}
     shown = Counter(
         (cls[a], cls[b], label)
@@ -340,10 +342,11 @@ def test_dot_edges_are_labelled_with_their_place_in_next_functions(tmp_path: Pat
     assert shown == truth
 
 
-def test_readme_dot_example_is_what_graph_prints(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_guides_dot_example_is_what_graph_prints(tmp_path: Path) -> None:
+    guide = Path(__file__).resolve().parent.parent / "docs" / "guide" / "graph.md"
+    readme = guide.read_text(encoding="utf-8")
     at = readme.index("```\ndigraph autograd {")
     block = readme[at + 4 : readme.index("```", at + 4)]
     script = tmp_path / "train_step.py"
-    script.write_text(STEP)  # the README's train_step.py
-    assert graph([PY, str(script)], dot=True).dot == block
+    script.write_text(STEP)  # the guide's train_step.py
+    assert graph(GraphRequest(command=[PY, str(script)], dot=True)).dot == block

@@ -9,9 +9,9 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-import time
 import tokenize
 import zlib
 from collections import Counter
@@ -20,6 +20,7 @@ from typing import Any
 
 import harvest_reference
 import pytest
+from fixtures.events import Holders
 from fixtures.git_server import closed_port_url
 from fixtures.github_api import GitHubAPI
 from fixtures.pytorch_repo import find_package_dir, find_torch_dir
@@ -59,13 +60,14 @@ def _make_repo(root: Path, files: dict[str, str]) -> Path:
 
 
 def _onboard(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
+    *args: str, cwd: Path, env: dict[str, str] | None = None, copies: Holders | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """The CLI; with ``copies``, it and the copy it detaches to write its cache hold that pipe."""
     full = dict(os.environ)
     full.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "onboard", *args], cwd=cwd, env=full, capture_output=True, text=True,
-        timeout=300,
+        timeout=300, pass_fds=(copies.fd,) if copies else (),
     )  # fmt: skip
 
 
@@ -279,7 +281,15 @@ def test_scan_counts_skips_and_non_comment_hits(small_repo: Path) -> None:
     assert summary["skipped_generated"] == 3 and summary["skipped_generated_files"] == 3
     assert summary["non_comment_hits"] == 2  # the two strings
     assert summary["by_tag"] == {"TODO": 6, "FIXME": 2, "XXX": 1, "HACK": 1}
-    assert result.scan.searcher.startswith("ripgrep") or result.scan.searcher == "git grep"
+    # ripgrep where one is installed (beside this Python, or on PATH), as it names itself
+    rg = shutil.which(
+        "rg", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
+    if rg is None:
+        assert result.scan.searcher == "git grep"
+    else:
+        said = subprocess.run([rg, "--version"], capture_output=True, text=True, check=True)
+        assert result.scan.searcher == said.stdout.splitlines()[0]
     paths = {i.path for i in result.items}
     assert not any(p.startswith(("third_party/", "build/")) for p in paths)
     assert "torch/_C/__init__.pyi" not in paths and "docs/notes.md" not in paths
@@ -638,28 +648,26 @@ def test_the_cli_writes_a_changed_result_after_answering(small_repo: Path, tmp_p
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
 
     def run() -> dict[str, Any]:
-        result = _onboard("harvest", "--json", "--limit", "0", "--offline", cwd=ws_root, env=env)
+        """One run, answered, and its detached copy done writing."""
+        copies = Holders()
+        result = _onboard(
+            "harvest", "--json", "--limit", "0", "--offline", cwd=ws_root, env=env, copies=copies
+        )
+        copies.wait("the copy that writes the cache")
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
-    def cached_state(expected: str) -> dict[str, Any]:
-        # The copy writes in the background: poll (it takes milliseconds).
-        for _ in range(200):
-            data = run()
-            if data["summary"]["cache"] == expected:
-                return data
-            time.sleep(0.05)
-        raise AssertionError(f"the cache never held the result ({expected!r})")
-
     first = run()
     assert first["summary"]["cache"] == "none"
-    assert cached_state("tree")["items"] == first["items"]
+    cached = run()
+    assert cached["summary"]["cache"] == "tree" and cached["items"] == first["items"]
     conv = small_repo / "torch/nn/modules/conv.py"
     conv.write_text(conv.read_text() + "# TODO: drop the old padding mode\n")
     edited = run()
     assert edited["summary"]["cache"] == "files"
     assert any("old padding mode" in i["text"] for i in edited["items"])
-    assert cached_state("tree")["items"] == edited["items"]
+    cached = run()
+    assert cached["summary"]["cache"] == "tree" and cached["items"] == edited["items"]
     assert not list((tmp_path / "xdg").rglob("*.tmp*"))  # no half-written file left
 
 
@@ -672,18 +680,16 @@ def test_a_reader_that_stops_early_still_leaves_the_result_cached(
     ws_root = _workspace(tmp_path, small_repo, reference=True)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     shell = f"{sys.executable} -m onboard harvest --offline --limit 0 --markdown | true"
+    copies = Holders()  # onboard and the copy it detaches to write the cache hold it
     head = subprocess.run(
         ["bash", "-o", "pipefail", "-c", shell], cwd=ws_root, env=env, capture_output=True,
-        text=True, timeout=300,
+        text=True, timeout=300, pass_fds=(copies.fd,),
     )  # fmt: skip
+    copies.wait("the copy that writes the cache")
     assert head.returncode == 0, head.stderr
     assert head.stdout == "" and "Traceback" not in head.stderr
-    for _ in range(200):  # the file itself: a harvest run would write it too
-        if list((tmp_path / "xdg").rglob("tree-*.json")):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("the result was not cached")
+    # the file itself: a harvest run would write it too
+    assert list((tmp_path / "xdg").rglob("tree-*.json")), "the result was not cached"
     again = _onboard("harvest", "--json", "--offline", cwd=ws_root, env=env)
     assert json.loads(again.stdout)["summary"]["cache"] == "tree"
 

@@ -12,8 +12,8 @@ import pytest
 from fixtures.user_state import marked_processes
 
 from onboard.workflows.ab import compare
-from onboard.workflows.trace.autograd_graph import graph
-from onboard.workflows.trace.profile import trace
+from onboard.workflows.trace.autograd_graph import GraphRequest, graph
+from onboard.workflows.trace.profile import TraceRequest, trace
 
 PY = sys.executable
 # Far longer than the timeout: a run that waits for the leftover reports a timeout.
@@ -51,7 +51,7 @@ def test_trace_ends_with_the_program_and_names_what_it_left(
     tmp_path: Path, mark: str, kind: str
 ) -> None:
     script = _script(tmp_path, LEAVERS[kind])
-    result = trace([PY, str(script)], timeout=TIMEOUT)
+    result = trace(TraceRequest(command=[PY, str(script)], timeout=TIMEOUT))
     data = result.to_json()
     left = data["left_running"]
     assert [entry["command"] for entry in left] == ["sleep 300"]
@@ -62,7 +62,7 @@ def test_trace_ends_with_the_program_and_names_what_it_left(
 
 def test_graph_ends_with_the_program_and_names_what_it_left(tmp_path: Path, mark: str) -> None:
     script = _script(tmp_path, LEAVERS["popen"])
-    result = graph([PY, str(script)], timeout=TIMEOUT)
+    result = graph(GraphRequest(command=[PY, str(script)], timeout=TIMEOUT))
     data = result.to_json()
     assert [entry["command"] for entry in data["left_running"]] == ["sleep 300"]
     assert any("left 1 process running" in note for note in data["notes"])
@@ -70,7 +70,9 @@ def test_graph_ends_with_the_program_and_names_what_it_left(tmp_path: Path, mark
 
 
 def test_a_daemon_thread_ends_with_its_process(tmp_path: Path, mark: str) -> None:
-    result = trace([PY, str(_script(tmp_path, DAEMON_THREAD))], timeout=TIMEOUT)
+    result = trace(
+        TraceRequest(command=[PY, str(_script(tmp_path, DAEMON_THREAD))], timeout=TIMEOUT)
+    )
     assert result.to_json()["left_running"] == []
     assert not any("left" in note and "running" in note for note in result.notes)
     assert marked_processes(mark) == []

@@ -26,7 +26,15 @@ from opsource_helpers import (
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, NoWorkspace
-from onboard.workflows.locate import FOUND, MATCHED, NO_ERROR, NO_MATCH, NOT_TORCH, locate
+from onboard.workflows.locate import (
+    FOUND,
+    MATCHED,
+    NO_ERROR,
+    NO_MATCH,
+    NOT_TORCH,
+    LocateRequest,
+    locate,
+)
 from onboard.workflows.opsource import checks, cpp_trace
 
 MM_MESSAGE = "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
@@ -191,7 +199,9 @@ def test_locate_command_walks_the_chain_cli(clone_ws: Path, tmp_path: Path) -> N
 
 
 def test_locate_pasted_trace(clone_ws: Path) -> None:
-    result = locate(text=(DATA / "mm_shape_error.txt").read_text(), workspace=str(clone_ws))
+    result = locate(
+        LocateRequest(text=(DATA / "mm_shape_error.txt").read_text(), workspace=str(clone_ws))
+    )
     assert result.verdict == FOUND and result.exit_code == 0
     assert result.check is not None and result.check.label == f"{LINALG}:204"
     assert [layer.layer for layer in result.chain][-2:] == ["meta", "check"]
@@ -199,7 +209,7 @@ def test_locate_pasted_trace(clone_ws: Path) -> None:
 
 
 def test_locate_message_on_full_checkout(clone_ws: Path) -> None:
-    result = locate(message=MM_MESSAGE, workspace=str(clone_ws))
+    result = locate(LocateRequest(message=MM_MESSAGE, workspace=str(clone_ws)))
     assert result.verdict == MATCHED
     best = result.candidates[0]
     assert best.location.label == f"{LINALG}:204"
@@ -213,7 +223,9 @@ def test_a_check_index_of_the_wrong_shape_is_rebuilt_silently(
 ) -> None:
     from onboard.cache import matches
 
-    assert locate(message=MM_MESSAGE, workspace=str(clone_ws)).verdict == MATCHED  # built
+    assert (
+        locate(LocateRequest(message=MM_MESSAGE, workspace=str(clone_ws))).verdict == MATCHED
+    )  # built
     (entry,) = private_cache().glob("checks-*.json")
     data = json.loads(entry.read_text())
     # valid JSON, wrong types: message pieces as one string, a line as text
@@ -232,11 +244,15 @@ def test_a_command_run_inside_the_checkout_is_told_why_torch_breaks(
     # The user's command runs where they stand (as without onboard): there,
     # Python imports the checkout's uncompiled torch/; the answer says so.
     monkeypatch.chdir(clone_ws / "pytorch")
-    result = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    result = locate(
+        LocateRequest(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    )
     assert result.command_exit != 0
     assert any("imports it instead of the installed torch" in x for x in result.limitations)
     monkeypatch.chdir(clone_ws)
-    elsewhere = locate(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    elsewhere = locate(
+        LocateRequest(command=[sys.executable, "-c", "import torch"], workspace=str(clone_ws))
+    )
     assert elsewhere.command_exit == 0 and not elsewhere.limitations
 
 
@@ -268,7 +284,7 @@ def test_check_index_follows_new_files(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     make_clone_workspace(root)
     message = "onboard test: frobnicate expects 3 dims, got 5"
-    assert locate(message=message, workspace=str(root)).verdict == NO_MATCH
+    assert locate(LocateRequest(message=message, workspace=str(root))).verdict == NO_MATCH
     new = root / "pytorch/aten/src/ATen/native/sparse/Frobnicate.cpp"
     new.parent.mkdir(parents=True)
     new.write_text(
@@ -278,7 +294,7 @@ def test_check_index_follows_new_files(tmp_path: Path) -> None:
         "}\n"
         "} // namespace at::native\n"
     )
-    result = locate(message=message, workspace=str(root))
+    result = locate(LocateRequest(message=message, workspace=str(root)))
     assert result.verdict == MATCHED
     assert result.candidates[0].location.label == "aten/src/ATen/native/sparse/Frobnicate.cpp:3"
     assert result.candidates[0].function == "frobnicate"
@@ -288,7 +304,9 @@ def test_check_index_follows_new_files(tmp_path: Path) -> None:
 
 
 def test_locate_message_on_reference_tree_header_check(reference_ws: Path) -> None:
-    result = locate(message="only one dimension can be inferred", workspace=str(reference_ws))
+    result = locate(
+        LocateRequest(message="only one dimension can be inferred", workspace=str(reference_ws))
+    )
     assert result.verdict == MATCHED
     best = result.candidates[0]
     # The binary says InferSize.h:30; the installed header's guard line is not counted.
@@ -299,7 +317,9 @@ def test_locate_message_on_reference_tree_header_check(reference_ws: Path) -> No
 
 def test_locate_pasted_trace_on_reference_tree(reference_ws: Path) -> None:
     result = locate(
-        text=(DATA / "view_infer_with_warning.txt").read_text(), workspace=str(reference_ws)
+        LocateRequest(
+            text=(DATA / "view_infer_with_warning.txt").read_text(), workspace=str(reference_ws)
+        )
     )
     assert result.verdict == FOUND
     assert result.check is not None and result.check.label == "aten/src/ATen/InferSize.h:30"
@@ -310,7 +330,9 @@ def test_locate_pasted_trace_on_reference_tree(reference_ws: Path) -> None:
 
 
 def test_locate_cpp_site_on_reference_tree_says_what_is_missing(reference_ws: Path) -> None:
-    result = locate(text=(DATA / "mm_shape_error.txt").read_text(), workspace=str(reference_ws))
+    result = locate(
+        LocateRequest(text=(DATA / "mm_shape_error.txt").read_text(), workspace=str(reference_ws))
+    )
     assert result.verdict == FOUND
     assert result.check is not None and not result.check.in_checkout
     assert result.check.url and result.check.url.endswith(f"{LINALG}#L204")
@@ -320,7 +342,9 @@ def test_locate_cpp_site_on_reference_tree_says_what_is_missing(reference_ws: Pa
 def test_python_raise_in_torch(clone_ws: Path) -> None:
     # real output: F.interpolate(..., size=3, scale_factor=2.0) raises in torch/nn/functional.py
     result = locate(
-        text=(DATA / "interpolate_value_error.txt").read_text(), workspace=str(clone_ws)
+        LocateRequest(
+            text=(DATA / "interpolate_value_error.txt").read_text(), workspace=str(clone_ws)
+        )
     )
     assert result.verdict == FOUND and result.exc_type == "ValueError"
     assert result.check is not None and result.check.path == "torch/nn/functional.py"
@@ -332,7 +356,9 @@ def test_python_raise_in_torch(clone_ws: Path) -> None:
 
 def test_warning_only(clone_ws: Path) -> None:
     # real output: x.T on a 3-D tensor warns from TensorShape.cpp (TORCH_WARN_ONCE)
-    result = locate(text=(DATA / "transpose_warning.txt").read_text(), workspace=str(clone_ws))
+    result = locate(
+        LocateRequest(text=(DATA / "transpose_warning.txt").read_text(), workspace=str(clone_ws))
+    )
     assert result.verdict == FOUND and result.exc_type == "UserWarning"
     assert result.check is not None
     assert result.check.path == "aten/src/ATen/native/TensorShape.cpp"
@@ -343,7 +369,9 @@ def test_warning_only(clone_ws: Path) -> None:
 
 
 def test_message_matching_nothing(clone_ws: Path) -> None:
-    result = locate(message="the flux capacitor is not charged", workspace=str(clone_ws))
+    result = locate(
+        LocateRequest(message="the flux capacitor is not charged", workspace=str(clone_ws))
+    )
     assert result.verdict == NO_MATCH and result.exit_code == 1
     assert result.next_step and "onboard locate -- python repro.py" in result.next_step
 
@@ -355,21 +383,23 @@ def test_traceback_that_never_enters_torch(clone_ws: Path) -> None:
         "    ratio = hits / total\n"
         "ZeroDivisionError: division by zero\n"
     )
-    result = locate(text=text, workspace=str(clone_ws))
+    result = locate(LocateRequest(text=text, workspace=str(clone_ws)))
     assert result.verdict == NOT_TORCH and result.exit_code == 1
     assert result.explanation and "never enters torch" in result.explanation
     assert "/home/u/train.py:7" in result.explanation
 
 
 def test_command_that_succeeds(clone_ws: Path) -> None:
-    result = locate(command=[sys.executable, "-c", "print('fine')"], workspace=str(clone_ws))
+    result = locate(
+        LocateRequest(command=[sys.executable, "-c", "print('fine')"], workspace=str(clone_ws))
+    )
     assert result.verdict == NO_ERROR and result.exit_code == 1
     assert result.explanation and "exited 0" in result.explanation
 
 
 def test_empty_message_is_bad_input(clone_ws: Path) -> None:
     with pytest.raises(BadInput):
-        locate(message="   ", workspace=str(clone_ws))
+        locate(LocateRequest(message="   ", workspace=str(clone_ws)))
 
 
 @pytest.mark.parametrize(
@@ -394,7 +424,7 @@ def test_bad_cli_inputs_exit_2(clone_ws: Path, args: list[str]) -> None:
 def test_no_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(NoWorkspace):
-        locate(message=MM_MESSAGE)
+        locate(LocateRequest(message=MM_MESSAGE))
     assert run_cli(cli, ["locate", MM_MESSAGE]) == 1
 
 
@@ -489,7 +519,7 @@ def test_header_check_macro_ties_are_said(
     binary = cpp_trace.parse(text)  # the binary's own answer, to check against
     assert binary.raised is not None and binary.raised.path.endswith("ATen/InferSize.h")
     message = text.splitlines()[0]
-    result = locate(message=f"{exc_type}: {message}", workspace=str(truth_ws))
+    result = locate(LocateRequest(message=f"{exc_type}: {message}", workspace=str(truth_ws)))
     assert result.verdict == MATCHED
     best = [c for c in result.candidates if c.tied]
     # The TORCH_MAYBE_SYM_CHECK the binary names is among the best, not missed...
@@ -508,7 +538,7 @@ def test_python_raise_ranked_by_exception_type(
 ) -> None:
     exc_type, message = real_errors["sgd"]
     assert (exc_type, message) == ("ValueError", "Invalid learning rate: -0.1")
-    result = locate(message=f"{exc_type}: {message}", workspace=str(truth_ws))
+    result = locate(LocateRequest(message=f"{exc_type}: {message}", workspace=str(truth_ws)))
     sgd = _line_of(truth_ws / "pytorch/torch/optim/sgd.py", 'f"Invalid learning rate: {lr}"')
     best = [c.location.label for c in result.candidates if c.tied]
     assert f"torch/optim/sgd.py:{sgd}" in best
@@ -536,10 +566,12 @@ def test_keyerror_message_as_printed_is_found_for_sure(
 
 
 def test_reference_tree_says_what_was_not_searched(reference_ws: Path) -> None:
-    result = locate(message=MM_MESSAGE, workspace=str(reference_ws))
+    result = locate(LocateRequest(message=MM_MESSAGE, workspace=str(reference_ws)))
     assert result.exit_code == 1
     assert any(".cpp/.cu files were not searched" in s for s in result.blind_spots)
-    header = locate(message="only one dimension can be inferred", workspace=str(reference_ws))
+    header = locate(
+        LocateRequest(message="only one dimension can be inferred", workspace=str(reference_ws))
+    )
     # torch/_prims_common's torch._check says the same words as InferSize.h's TORCH_CHECK.
     assert header.verdict == MATCHED and header.confidence == "low"
     assert [c.location.label for c in header.candidates if c.tied] == [
@@ -561,7 +593,7 @@ def test_pasted_traceback_offers_the_exact_command(
         "    torch.arange(6).view(4, 2)\n"
         f"{exc_type}: {text.splitlines()[0]}\n"
     )
-    result = locate(text=pasted, workspace=str(truth_ws))
+    result = locate(LocateRequest(text=pasted, workspace=str(truth_ws)))
     assert result.verdict == MATCHED and result.confidence == "low"
     assert result.next_step is not None
     assert f"`onboard locate -- {sys.executable} {script}`" in result.next_step
@@ -569,7 +601,7 @@ def test_pasted_traceback_offers_the_exact_command(
 
 def test_command_that_fails_before_python_runs(clone_ws: Path, tmp_path: Path) -> None:
     missing = tmp_path / "missing.py"
-    result = locate(command=[sys.executable, str(missing)], workspace=str(clone_ws))
+    result = locate(LocateRequest(command=[sys.executable, str(missing)], workspace=str(clone_ws)))
     assert result.verdict == "command_failed" and result.exit_code == 1
     assert result.explanation and "failed (exit 2)" in result.explanation
     assert "can't open file" in result.explanation

@@ -22,7 +22,7 @@ from opsource_helpers import save_workspace
 
 from onboard.cli import cli
 from onboard.crash import run_cli
-from onboard.workflows.locate import locate
+from onboard.workflows.locate import LocateRequest, locate
 
 ERRORS = (
     "torch.mm(torch.randn(2, 3), torch.randn(4, 5))",  # the README's example
@@ -78,7 +78,7 @@ def test_a_compile_only_best_match_is_low_confidence_said_first(
     wheel_tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     message, truth = raised(ERRORS[0])
-    result = locate(message=message, workspace=str(wheel_tree))
+    result = locate(LocateRequest(message=message, workspace=str(wheel_tree)))
     assert result.candidates, "the wheel has torch.compile's copy of the message"
     assert all(c.location.path.startswith("torch/_inductor/") for c in result.candidates)
     assert result.confidence == "low" and result.exit_code == 1
@@ -99,7 +99,7 @@ def test_the_binary_names_a_file_only_when_it_is_the_one_that_raised(wheel_tree:
         message, truth = raised(code)
         if not truth.endswith(".cpp"):
             continue  # a header's check: the tree has the headers
-        result = locate(message=message, workspace=str(wheel_tree))
+        result = locate(LocateRequest(message=message, workspace=str(wheel_tree)))
         for hit in result.compiled:
             assert hit.file in (None, truth), (code, hit)
             named += hit.file == truth

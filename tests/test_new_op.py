@@ -639,61 +639,52 @@ def test_reference_is_read_without_importing_the_test(tmp_path: Path) -> None:
 # The command line
 
 
+@pytest.mark.parametrize(
+    ("name", "said", "next_step"),
+    [
+        pytest.param("mm", "aten::mm exists, but practice works on structured pointwise ops only",
+                     "`onboard where mm`", id="an-existing-op-that-is-not-pointwise"),
+        pytest.param("int", "`int` is a C++ keyword", "`onboard new-op my_int`",
+                     id="a-cpp-keyword"),
+        pytest.param("lambda", "`lambda` is a Python keyword", "`onboard new-op my_lambda`",
+                     id="a-python-keyword"),
+        pytest.param("Bad-Name", "`Bad-Name` is not a valid operator name",
+                     "`onboard new-op NAME`", id="not-an-identifier"),
+        pytest.param("foo_", "`foo_` ends in `_`, which torchgen reads as the in-place variant "
+                     "of `foo`", "`onboard new-op foo`", id="an-in-place-name"),
+    ],
+)  # fmt: skip
 def test_cli_refusals_exit_2_with_one_paragraph(
-    ws: workspace.Workspace, capsys: pytest.CaptureFixture[str]
+    ws: workspace.Workspace,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    said: str,
+    next_step: str,
 ) -> None:
     from onboard.crash import run_cli
 
-    for name, needle in (
-        ("mm", "structured pointwise"),
-        ("int", "keyword"),
-        ("lambda", "keyword"),
-        ("Bad-Name", "valid operator name"),
-        ("foo_", "in-place"),
-    ):
-        code = run_cli(cli, ["new-op", name, "--workspace", str(ws.root), "--json"])
-        captured = capsys.readouterr()
-        assert code == 2, (name, captured)
-        payload = json.loads(captured.out)
-        error = payload["error"]
-        assert payload["ok"] is False and needle in error["message"] + str(error["next_step"])
-        assert captured.err.startswith("Error: ") and "Traceback" not in captured.err
+    code = run_cli(cli, ["new-op", name, "--workspace", str(ws.root), "--json"])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    payload = json.loads(captured.out)
+    error = payload["error"]
+    assert payload["ok"] is False
+    assert error["message"].startswith(said) and next_step in error["next_step"]
+    assert captured.err.startswith("Error: ") and "Traceback" not in captured.err
 
 
 def test_cli_dry_run_and_scaffold_json(ws: workspace.Workspace) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "onboard",
-            "new-op",
-            "my_frac",
-            "--dry-run",
-            "--workspace",
-            str(ws.root),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ws.root,
-    )
+    def new_op(option: str) -> subprocess.CompletedProcess[str]:
+        argv = ["new-op", "my_frac", option, "--workspace", str(ws.root)]
+        return subprocess.run(
+            [sys.executable, "-m", "onboard", *argv], capture_output=True, text=True, cwd=ws.root
+        )
+
+    proc = new_op("--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert "+++ b/aten/src/ATen/native/MyFrac.cpp" in proc.stdout
     assert "Dry run: nothing was written" in proc.stdout
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "onboard",
-            "new-op",
-            "my_frac",
-            "--json",
-            "--workspace",
-            str(ws.root),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ws.root,
-    )
+    proc = new_op("--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["ok"] and data["branch"] == "onboard/new-op-my_frac" and len(data["commit"]) == 40

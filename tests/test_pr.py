@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from onboard.errors import OnboardError
 from onboard.github import Token, find_token, web_host
 from onboard.report import Reporter
 from onboard.workflows import pr as pr_flow
-from onboard.workflows.pr import abi, draft, labels
+from onboard.workflows.pr import abi, labels
 from onboard.workflows.pr.change import owner_repo
 from onboard.workflows.pr.publish import credential_env
 
@@ -63,6 +64,17 @@ def _commit(repo: Path, files: dict[str, str], message: str) -> str:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", message)
     return _git(repo, "rev-parse", "HEAD")
+
+
+def _title_body(draft_text: str) -> tuple[str, str]:
+    """(title, body) read back from a draft's text as a person reads it: the first
+    `# ` heading, then everything up to onboard's own notes."""
+    lines = draft_text.splitlines()
+    title_i = next(i for i, ln in enumerate(lines) if ln.startswith("# "))
+    end = next((i for i, ln in enumerate(lines) if ln.startswith("## onboard notes")), len(lines))
+    body = "\n".join(lines[title_i + 1 : end]).strip()
+    body = body.removesuffix("---").strip()
+    return lines[title_i][2:].strip(), body + "\n"
 
 
 @dataclass
@@ -177,7 +189,7 @@ def test_dry_run_writes_the_draft_in_git_dir_and_shows_it(repo: Path, onboard_pr
     assert "# [nn] Add relu6 to torch.nn.functional" in result.stdout
     assert str(draft_path) in result.stdout
     assert _git(repo, "status", "--porcelain") == before
-    title, body = draft.read_title_body(text)
+    title, body = _title_body(text)
     assert title == "[nn] Add relu6 to torch.nn.functional"
     assert body.startswith("relu6 clamps to [0, 6], as in MobileNetV2.")
     assert "Fixes #12345" in body
@@ -207,7 +219,7 @@ def test_dry_run_json_has_the_documented_keys(repo: Path) -> None:
     ]
     assert data["lint"]["status"] in ("no-config", "not-installed")
     assert data["bc_warnings"] == [] and data["reminders"] == []
-    assert data["body"] == draft.read_title_body(Path(data["draft_path"]).read_text())[1]
+    assert data["body"] == _title_body(Path(data["draft_path"]).read_text())[1]
 
 
 def test_uncommitted_changes_are_reported_never_included(repo: Path, onboard_pr: Runner) -> None:
@@ -544,7 +556,7 @@ def test_open_pushes_to_the_fork_and_opens_a_draft(
     assert posts[0].path == "/repos/pytorch/pytorch/pulls"
     assert sent["draft"] is True and sent["maintainer_can_modify"] is True
     assert sent["head"] == f"{LOGIN}:fix-relu6" and sent["base"] == "main"
-    title, body = draft.read_title_body((repo / ".git" / "PR_DRAFT.md").read_text())
+    title, body = _title_body((repo / ".git" / "PR_DRAFT.md").read_text())
     assert sent["title"] == title and sent["body"] == body
     assert "Fixes #4242" in sent["body"]
     # the branch really is on the fork, at our HEAD
@@ -786,7 +798,7 @@ def test_no_base_to_compare_with(repo: Path, onboard_pr: Runner) -> None:
     _git(repo, "update-ref", "-d", "refs/remotes/origin/main")
     _git(repo, "branch", "-m", "main", "trunk")
     message = _error_paragraph(onboard_pr(cwd=repo))
-    assert "git fetch origin main" in message and "--base" in message
+    assert "`git fetch origin main`" in message and "or pass --base REF." in message
 
 
 def test_no_fork_remote(repo: Path, api: GitHubAPI, onboard_pr: Runner) -> None:
@@ -901,7 +913,8 @@ def test_a_fork_remote_that_never_answers_fails_within_the_push_timeout(
 
 def test_push_timeout_must_be_a_positive_number(repo: Path, onboard_pr: Runner) -> None:
     result = onboard_pr("--open", "--push-timeout", "0", cwd=repo)
-    assert result.returncode == 2 and "--push-timeout" in result.stderr
+    assert result.returncode == 2
+    assert "Invalid value for '--push-timeout': 0.0 is not in the range x>=1." in result.stderr
 
 
 def test_push_progress_reaches_the_reporter(
@@ -989,8 +1002,10 @@ def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path
     # It does not then suggest the --open it would refuse.
     from rich.console import Console
 
+    from onboard.views import pr as view
+
     console = Console(record=True, width=200)
-    result.render(console, verbose=False)
+    view.render(result, console, verbose=False)
     text = console.export_text()
     assert "onboard pr --open" not in text
     assert "Next: this reference tree cannot be pushed as a pull request" in text
@@ -1103,25 +1118,34 @@ def test_help_does_not_import_github_or_yaml() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
-    assert "--fork-remote" in out.stdout and "--api-url" in out.stdout
+    # whole option names (`--fork-remote` is not `--fork-remote-url`)
+    assert {"--fork-remote", "--api-url"} <= set(re.findall(r"--[\w-]+", out.stdout))
 
 
 # --------------------------------------------------------------------------
 # QA regressions: arguments that cannot work are exit 2, one JSON object with --json
 
 
-def test_bad_arguments_exit_2(repo: Path, tmp_path: Path, onboard_pr: Runner) -> None:
-    env = {"GITHUB_TOKEN": TOKEN}
-    cases = [
-        (["--open", "--api-url", "not-a-url"], "--api-url"),  # PyGithub crashed (exit 3)
-        (["--upstream-repo", "garbage"], "OWNER/NAME"),
-        (["--base", "no-such-branch"], "--base no-such-branch"),
-        (["--repo", str(tmp_path / "nowhere")], "does not exist"),
-        (["--repo", str(tmp_path)], "is not inside a git repository"),
-    ]
-    for args, words in cases:
-        ran = onboard_pr(*args, "--json", cwd=repo, env=env)
-        assert ran.returncode == 2, (args, ran.stderr)
-        error = json.loads(ran.stdout)["error"]
-        assert words in error["message"], (args, error)
-        assert error["next_step"], (args, error)
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        pytest.param(["--open", "--api-url", "not-a-url"],
+                     "Invalid value for '--api-url': 'not-a-url' is not an http(s) URL",
+                     id="api-url-not-a-url"),  # PyGithub crashed (exit 3)
+        pytest.param(["--upstream-repo", "garbage"], "OWNER/NAME",
+                     id="upstream-repo-not-owner-name"),
+        pytest.param(["--base", "no-such-branch"], "--base no-such-branch", id="base-not-a-commit"),
+        pytest.param(["--repo", "{tmp}/nowhere"], "does not exist", id="repo-that-does-not-exist"),
+        pytest.param(["--repo", "{tmp}"], "is not inside a git repository",
+                     id="repo-outside-any-repository"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_exit_2(
+    repo: Path, tmp_path: Path, onboard_pr: Runner, args: list[str], words: str
+) -> None:
+    args = [a.format(tmp=tmp_path) for a in args]
+    ran = onboard_pr(*args, "--json", cwd=repo, env={"GITHUB_TOKEN": TOKEN})
+    assert ran.returncode == 2, ran.stderr
+    error = json.loads(ran.stdout)["error"]
+    assert words in error["message"], error
+    assert error["next_step"], error

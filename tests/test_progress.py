@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,8 +15,25 @@ from rich.console import Console
 from onboard.console import RichReporter, _LineTask
 
 
-def _reporter(quiet: bool = False) -> tuple[RichReporter, io.StringIO]:
-    out = io.StringIO()
+class _Said(io.StringIO):
+    """Output that tells the moment a line with ``words`` has been written to it."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__()
+        self.words = words
+        self.seen = threading.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if self.words in self.getvalue():
+            self.seen.set()
+        return written
+
+
+def _reporter(
+    quiet: bool = False, out: io.StringIO | None = None
+) -> tuple[RichReporter, io.StringIO]:
+    out = out if out is not None else io.StringIO()
     reporter = RichReporter(quiet=quiet)
     reporter._console = Console(file=out, force_terminal=False, width=200)
     return reporter, out
@@ -39,13 +56,23 @@ def test_a_task_off_a_terminal_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -
 
     # A silent wait says it is still working; a failure says the task stopped.
     monkeypatch.setattr(_LineTask, "HEARTBEAT_S", 0.05)
-    reporter, out = _reporter()
+    said = _Said("still working")
+    reporter, out = _reporter(out=said)
     with pytest.raises(RuntimeError), reporter.task("regenerating"):
-        time.sleep(0.3)
+        assert said.seen.wait(60), out.getvalue()  # the task says nothing meanwhile
         raise RuntimeError("boom")
     text = out.getvalue()
     assert "  regenerating: still working (" in text
     assert text.splitlines()[-1].startswith("  regenerating: stopped in ")
+
+
+def test_steps_and_details_are_text_not_markup() -> None:
+    reporter, out = _reporter()
+    reporter.verbose = True
+    subject = "[inductor] Fuse pointwise ops [/] into [bold]reductions"
+    reporter.step(f"testing {subject}")
+    reporter.detail(subject)
+    assert out.getvalue().splitlines() == [f"> testing {subject}", f"  {subject}"]
 
 
 def test_json_mode_prints_no_progress() -> None:

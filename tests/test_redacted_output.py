@@ -12,9 +12,11 @@ import pytest
 from rich.console import Console
 
 from onboard.errors import OnboardError
+from onboard.views import graph as graph_view
+from onboard.views import trace as trace_view
 from onboard.workflows.ab import compare
-from onboard.workflows.trace.autograd_graph import graph
-from onboard.workflows.trace.profile import trace
+from onboard.workflows.trace.autograd_graph import GraphRequest, GraphResult, graph
+from onboard.workflows.trace.profile import TraceRequest, TraceResult, trace
 
 PY = sys.executable
 TOKENS = [
@@ -39,10 +41,11 @@ def _no_token(text: str) -> None:
         assert token[12:] not in text  # nor a part of it
 
 
-def _shown(result: object) -> str:
+def _shown(result: TraceResult | GraphResult) -> str:
     out = io.StringIO()
-    result.render(Console(file=out, width=200), True)  # type: ignore[attr-defined]
-    return out.getvalue() + json.dumps(result.to_json())  # type: ignore[attr-defined]
+    view = trace_view if isinstance(result, TraceResult) else graph_view
+    view.render(result, Console(file=out, width=200), True)
+    return out.getvalue() + json.dumps(result.to_json())
 
 
 @pytest.fixture
@@ -57,13 +60,13 @@ def failing_after_torch(tmp_path: Path) -> Path:
 
 
 def test_trace_shows_a_failing_program_without_its_tokens(failing_after_torch: Path) -> None:
-    result = trace([PY, str(failing_after_torch)])
+    result = trace(TraceRequest(command=[PY, str(failing_after_torch)]))
     assert result.exit_code == 1 and result.output_tail  # the failure is shown...
     _no_token(_shown(result))  # ...without the tokens
 
 
 def test_graph_shows_a_failing_program_without_its_tokens(failing_after_torch: Path) -> None:
-    result = graph([PY, str(failing_after_torch)])
+    result = graph(GraphRequest(command=[PY, str(failing_after_torch)]))
     assert result.exit_code == 1
     _no_token(_shown(result))
 
@@ -71,9 +74,13 @@ def test_graph_shows_a_failing_program_without_its_tokens(failing_after_torch: P
 def test_a_program_failing_before_torch_is_told_without_its_tokens(tmp_path: Path) -> None:
     path = tmp_path / "early.py"
     path.write_text(LEAK + "raise SystemExit('token ' + TOKENS[1])\n", encoding="utf-8")
-    for run in (trace, graph):
+    command = [PY, str(path)]
+    for run, request in (
+        (trace, TraceRequest(command=command)),
+        (graph, GraphRequest(command=command)),
+    ):
         with pytest.raises(OnboardError) as exc:
-            run([PY, str(path)])
+            run(request)
         _no_token(exc.value.paragraph())
 
 

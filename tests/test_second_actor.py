@@ -11,16 +11,17 @@ and plays the second actor with plain `git` between or during onboard's steps.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fixtures.events import read_until
 from fixtures.onboard_runs import Onboard, assert_nothing_left, at, finish
-from fixtures.user_state import UserState, git, give_user_work, marked_processes
+from fixtures.user_state import UserState, git, give_user_work
 
 from onboard import lock
 from onboard.scope import JOURNAL, SCOPE_DIR, journals
@@ -192,19 +193,16 @@ def test_a_commit_made_while_verify_runs_stays_on_its_branch(
     worktree = tmp_path / "wt"
     if where == "worktree":
         git(repo, "worktree", "add", "-q", str(worktree), "other")
-    run = onboard.start(
-        "verify", "--workspace", str(ws), ONBOARD_TEST_PAUSE_AT="transaction.Transaction.watch:1:5"
-    )
-    deadline = time.monotonic() + 60
-    while not journals(ws / SCOPE_DIR):
-        assert time.monotonic() < deadline and run.poll() is None
-        time.sleep(0.05)
+    run = onboard.hold("transaction.Transaction.watch:1", "verify", "--workspace", str(ws))
+    run.wait()  # verify is watching the checkout: its journal says so
+    assert journals(ws / SCOPE_DIR)
     target, branch = (repo, "mine") if where == "checkout" else (worktree, "other")
     (target / "during.txt").write_text("committed while onboard verify ran\n")
     git(target, "add", "during.txt")
     git(target, "commit", "-q", "-m", "during verify")
     moved = git(target, "rev-parse", "HEAD")
-    result = finish(run)
+    run.release()
+    result = finish(run.process)
     assert result.returncode in (0, 1), result.stderr
     assert "restored" not in result.stderr
     assert git(repo, "rev-parse", f"refs/heads/{branch}") == moved
@@ -261,11 +259,16 @@ def test_no_writer_starts_inside_the_users_own_operation(
     give_user_work(repo)
     name = _conflict(repo, operation)
     theirs = Tree.capture(repo)
+    # git's own advice for abandoning it, as `git status` gives it
+    status = subprocess.run(
+        ["git", "-C", str(repo), "status"], capture_output=True, text=True, check=True
+    ).stdout
+    (abandon,) = set(re.findall(r'use "git ([a-z-]+ --abort|bisect reset)"', status))
     run = onboard("new-op", "my_frac", "--workspace", str(ws))
     assert run.returncode == 1, run.stderr
     assert "is in progress in" in run.stderr and name in run.stderr
     assert f"git -C {repo} {name}" in run.stderr  # how to finish or abort it, runnable
-    assert "--abort" in run.stderr or "bisect reset" in run.stderr
+    assert f"`git -C {repo} {abandon}`" in run.stderr
     assert Tree.capture(repo) == theirs
     assert_nothing_left(ws, onboard)
 
@@ -290,10 +293,7 @@ def test_a_closed_terminal_rolls_new_op_back(ws: Path, onboard: Onboard, point: 
 
 def test_a_closed_terminal_during_verify_leaves_no_process(ws: Path, onboard: Onboard) -> None:
     run = onboard.start("verify", "--workspace", str(ws))
-    deadline = time.monotonic() + 120
-    while len(marked_processes(onboard.mark)) < 2:
-        assert time.monotonic() < deadline and run.poll() is None
-        time.sleep(0.05)
+    read_until(run, "started: ")  # the workspace's nox session runs its checks
     run.send_signal(signal.SIGHUP)
     assert finish(run, timeout=60).returncode == 130
     assert_nothing_left(ws, onboard)

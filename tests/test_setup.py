@@ -18,6 +18,7 @@ from typing import Any
 import click
 import pytest
 from fixtures.pytorch_repo import git as git_cmd
+from opsource_helpers import installed_commit, installed_version
 
 from onboard import git, ide, torchenv, workspace
 from onboard.crash import run_cli
@@ -107,7 +108,7 @@ def test_reference_tree_has_pytorch_paths(wheel_ws: Path, probed: torchenv.Torch
     for absent in ("torch/include", "torch/lib", "torchgen/packaged", "torch/bin"):
         assert not (tree / absent).exists(), absent
     assert not list((tree / "torch").rglob("*.so"))
-    assert (tree / "version.txt").read_text().strip() == probed.torch.version.split("+")[0]  # type: ignore[union-attr]
+    assert (tree / "version.txt").read_text().strip() == installed_version().split("+")[0]
     # The same file the wheel ships, byte for byte.
     assert probed.torch is not None
     site = probed.torch.package_dir.parent
@@ -139,8 +140,8 @@ def test_reference_tree_is_one_clean_commit(wheel_ws: Path, probed: torchenv.Tor
     assert git.status.status_porcelain(tree) == []  # .vscode is excluded, nothing else changed
     message = git.history.commit_message(tree)
     found = reference_tree.trailers(message)
-    assert found["Onboard-Torch-Version"] == probed.torch.version  # type: ignore[union-attr]
-    assert found["Onboard-Torch-Commit"] == probed.commit.sha
+    assert found["Onboard-Torch-Version"] == installed_version()
+    assert found["Onboard-Torch-Commit"] == installed_commit()
     assert "pybind11" in found["Onboard-Vendored-Includes"]
     author = git.core.out(tree, "log", "-1", "--format=%an <%ae> %at")
     assert author == "onboard <onboard@localhost> 946684800"
@@ -155,8 +156,8 @@ def test_reference_tree_is_one_clean_commit(wheel_ws: Path, probed: torchenv.Tor
 def test_reference_workspace_config(wheel_ws: Path, probed: torchenv.TorchEnv) -> None:
     ws = workspace.load(wheel_ws)
     assert ws.checkout_kind == workspace.REFERENCE and ws.is_reference
-    assert ws.commit == probed.commit.sha
-    assert ws.torch_version == probed.torch.version  # type: ignore[union-attr]
+    assert ws.commit == installed_commit()
+    assert ws.torch_version == installed_version()
     assert ws.build_prefix == probed.build_prefix.prefix
     assert ws.python == probed.python.executable
     assert ws.extra["reference"]["vendored_includes"]
@@ -429,7 +430,8 @@ def test_python_without_torch(tmp_path: Path) -> None:
     dest = tmp_path / "ws"
     with pytest.raises(OnboardError, match="no usable torch") as info:
         setup(dest, from_wheel=True, python=str(python))
-    assert "--python" in (info.value.next_step or "")
+    assert f"`{python} -m pip install torch`" in (info.value.next_step or "")
+    assert f"`onboard doctor --python {python}`" in (info.value.next_step or "")
     assert not dest.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["_home", "venv"]
 
@@ -443,7 +445,7 @@ def test_unknown_commit_asks_for_commit(
     monkeypatch.setattr(torchenv, "probe", lambda python=None, **kw: unknown)
     with pytest.raises(OnboardError, match="does not say which commit") as info:
         setup(tmp_path / "ws")
-    assert "--commit" in (info.value.next_step or "")
+    assert "`onboard setup DIR --commit SHA`" in (info.value.next_step or "")
     assert not (tmp_path / "ws").exists()
 
 
@@ -462,7 +464,7 @@ def test_cli_from_wheel_json(
     data = json.loads(out)
     assert data["ok"] is True and data["state"] == "created"
     assert data["checkout_kind"] == "reference"
-    assert data["commit"] == fast_probe.commit.sha
+    assert data["commit"] == installed_commit()
     assert data["debugging"]["cpp"].startswith("needs a full checkout")
     assert data["reference"]["files"] > 5000
     assert {f["action"] for f in data["ide_files"]} == {"created"}

@@ -15,10 +15,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from fixtures.events import Fifo, gone
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
     reference_ws_fixture,  # noqa: F401 (a pytest fixture)
@@ -27,7 +27,7 @@ from opsource_helpers import (
 
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.stuck import stuck, tools
+from onboard.workflows.stuck import StuckRequest, stuck, tools
 from onboard.workflows.stuck.diagnoses import cuda
 from onboard.workflows.stuck.diagnoses.common import Context
 from onboard.workflows.stuck.model import NATIVE, PYTHON, Frame, Picture, Thread
@@ -65,13 +65,6 @@ def onboard_cli(*args: str, **kwargs: object) -> subprocess.Popen[str]:
     )
 
 
-def wait_for(path: Path, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.1)
-
-
 needs_tools = pytest.mark.skipif(not tools.available(), reason="no stack tool installed")
 
 DATALOADER = """\
@@ -102,7 +95,7 @@ if __name__ == "__main__":
 @needs_tools
 def test_dataloader_worker_blocked_on_a_lock(tmp_path: Path) -> None:
     script = write(tmp_path, "loader.py", DATALOADER)
-    result = stuck(command=[PY, str(script)], after=2, kill=True, timeout=240)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=2, kill=True, timeout=240))
     assert result.snapshots, result.ended
     snap = result.snapshots[0]
     assert snap.reason.startswith("no progress for 2 s")
@@ -127,22 +120,22 @@ def test_python_deadlock_two_locks(tmp_path: Path) -> None:
         "two_locks.py",
         """\
         import threading
-        import time
 
         a = threading.Lock()
         b = threading.Lock()
+        both = threading.Barrier(2)  # each holds its first lock before it asks for the other
 
 
         def first():
             with a:
-                time.sleep(0.3)
+                both.wait()
                 with b:
                     pass
 
 
         def second():
             with b:
-                time.sleep(0.3)
+                both.wait()
                 with a:
                     pass
 
@@ -154,7 +147,7 @@ def test_python_deadlock_two_locks(tmp_path: Path) -> None:
             t.join()
         """,
     )
-    result = stuck(command=[PY, str(script)], after=1.5, kill=True, timeout=120)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=1.5, kill=True, timeout=120))
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "python_deadlock")
     assert "`a`" in diag.title and "`b`" in diag.title
     joined = "\n".join(diag.evidence)
@@ -165,22 +158,21 @@ def test_python_deadlock_two_locks(tmp_path: Path) -> None:
 
 @needs_tools
 def test_snapshot_on_sigusr1_and_the_output_passes_through(tmp_path: Path) -> None:
-    ready = tmp_path / "ready"
+    ready = Fifo(tmp_path / "ready")
     script = write(
         tmp_path,
         "sleeper.py",
         f"""\
-        import pathlib, time
+        import time
         print("hello from the program", flush=True)
-        pathlib.Path({str(ready)!r}).write_text("x")
+        open({str(ready)!r}, "w").write("running\\n")
         while True:
             time.sleep(0.05)  # busy enough to count as progress: no automatic snapshot
             sum(range(20000))
         """,
     )
     run = onboard_cli("stuck", "--kill", "--json", "--after", "600", "--", PY, str(script))
-    wait_for(ready)
-    time.sleep(0.5)
+    ready.line("the program running under onboard stuck", process=run)
     run.send_signal(signal.SIGUSR1)
     out, err = run.communicate(timeout=240)
     assert run.returncode == 0, err
@@ -214,39 +206,34 @@ def test_timeout_bounds_a_program_that_never_stops(tmp_path: Path) -> None:
 
 @needs_tools
 def test_ctrl_c_stops_the_program_and_exits_130(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
+    started = Fifo(tmp_path / "started")
     script = write(
         tmp_path,
         "wait.py",
         f"""\
-        import os, pathlib, time
-        pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))
+        import os
+        open({str(started)!r}, "w").write(f"{{os.getpid()}}\\n")
         while True:
             sum(range(10000))
         """,
     )
     run = onboard_cli("stuck", "--", PY, str(script))
-    wait_for(pid_file)
-    child = int(pid_file.read_text())
+    child = int(started.line("the program running under onboard stuck", process=run))
     run.send_signal(signal.SIGINT)
     _out, err = run.communicate(timeout=60)
     assert run.returncode == 130, err
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not Path(f"/proc/{child}").exists()
+    assert gone(child, 10)
 
 
 def test_no_such_pid_and_not_python() -> None:
-    gone = subprocess.Popen([PY, "-c", "pass"])
-    gone.wait()
-    with pytest.raises(BadInput, match=f"no running process {gone.pid}"):
-        stuck(pid=gone.pid)
-    sleeper = subprocess.Popen(["sleep", "60"])
+    ended = subprocess.Popen([PY, "-c", "pass"])
+    ended.wait()
+    with pytest.raises(BadInput, match=f"no running process {ended.pid}"):
+        stuck(StuckRequest(pid=ended.pid))
+    sleeper = subprocess.Popen(["sleep", "60"])  # exec'd once Popen returns: no wait needed
     try:
-        time.sleep(0.2)
         with pytest.raises(BadInput, match="is not a Python interpreter"):
-            stuck(pid=sleeper.pid)
+            stuck(StuckRequest(pid=sleeper.pid))
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -258,7 +245,7 @@ def test_a_python_process_without_torch_is_read_with_a_note(tmp_path: Path) -> N
     child = subprocess.Popen([PY, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "up"
-        result = stuck(pid=child.pid)
+        result = stuck(StuckRequest(pid=child.pid))
         assert any("has not loaded torch" in n for n in result.notes)
         main = result.snapshots[0].pictures[0]
         assert any(
@@ -273,12 +260,12 @@ def test_a_python_process_without_torch_is_read_with_a_note(tmp_path: Path) -> N
 
 
 def test_process_gone_before_it_is_read() -> None:
-    gone = subprocess.Popen([PY, "-c", "pass"])
-    gone.wait()
+    ended = subprocess.Popen([PY, "-c", "pass"])
+    ended.wait()
     if not tools.available():
         pytest.skip("no stack tool installed")
     with pytest.raises(tools.Gone):
-        tools.dump(gone.pid, tools.available())
+        tools.dump(ended.pid, tools.available())
 
 
 @pytest.mark.skipif(
@@ -293,9 +280,8 @@ def test_attach_refused_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
         '/usr/bin/gdb "$@"\n'
     )
     wrapper.chmod(0o755)
-    target = subprocess.Popen(["sleep", "60"])
+    target = subprocess.Popen(["sleep", "60"])  # exec'd once Popen returns: no wait needed
     try:
-        time.sleep(0.2)
         with pytest.raises(tools.AttachDenied) as refused:
             tools.dump(target.pid, [tools.Tool("gdb", str(wrapper))])
         assert "CAP_SYS_PTRACE" in refused.value.message
@@ -329,11 +315,11 @@ def test_cuda_wait_is_named_and_not_checked_without_a_gpu() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(BadInput):
-        stuck()
+        stuck(StuckRequest())
     with pytest.raises(BadInput):
-        stuck(pid=1, command=["python"])
+        stuck(StuckRequest(pid=1, command=["python"]))
     with pytest.raises(BadInput, match="above 0"):
-        stuck(command=[PY, "x.py"], after=0)
+        stuck(StuckRequest(command=[PY, "x.py"], after=0))
 
 
 # --- slow: distributed, JIT pool, native crash ----------------------------------
@@ -393,7 +379,9 @@ def test_gloo_rank_that_skips_all_reduce(tmp_path: Path, wheel_ws: Path) -> None
         """,
     )
     result = stuck(
-        command=[PY, str(script)], after=3, kill=True, timeout=300, workspace=str(wheel_ws)
+        StuckRequest(
+            command=[PY, str(script)], after=3, kill=True, timeout=300, workspace=str(wheel_ws)
+        )
     )
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "collective")
     assert diag.title == "gloo: all_reduce waits for its peers"
@@ -469,7 +457,7 @@ print(fut.wait())
 @needs_tools
 def test_cpp_pool_callback_waits_on_a_lock_its_caller_holds(tmp_path: Path) -> None:
     script = write(tmp_path, "jit_lock.py", JIT_LOCK)
-    result = stuck(command=[PY, str(script)], after=2, kill=True, timeout=300)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=2, kill=True, timeout=300))
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "callback_lock")
     assert "`L`" in diag.title and "inter-op pool" in diag.title
     joined = "\n".join(diag.evidence)
@@ -481,7 +469,7 @@ def test_cpp_pool_callback_waits_on_a_lock_its_caller_holds(tmp_path: Path) -> N
 @needs_tools
 def test_gil_deadlock_with_a_cpp_pool_thread(tmp_path: Path) -> None:
     script = write(tmp_path, "jit_gil.py", JIT_GIL)
-    result = stuck(command=[PY, str(script)], after=2, kill=True, timeout=300)
+    result = stuck(StuckRequest(command=[PY, str(script)], after=2, kill=True, timeout=300))
     diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "gil")
     joined = "\n".join(diag.evidence)
     assert f"called from {script}:{line_of(script, 'libc.read(')}" in joined
@@ -490,7 +478,7 @@ def test_gil_deadlock_with_a_cpp_pool_thread(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_locate_a_segfault_inside_torch(tmp_path: Path, reference_ws: Path) -> None:
-    from onboard.workflows.locate import locate
+    from onboard.workflows.locate import LocateRequest, locate
 
     script = write(
         tmp_path,
@@ -504,7 +492,9 @@ def test_locate_a_segfault_inside_torch(tmp_path: Path, reference_ws: Path) -> N
         print(t.sum())
         """,
     )
-    result = locate(command=[PY, str(script)], workspace=str(reference_ws), timeout=300)
+    result = locate(
+        LocateRequest(command=[PY, str(script)], workspace=str(reference_ws), timeout=300)
+    )
     assert result.verdict == "native_crash"
     assert result.command_exit == -signal.SIGSEGV
     assert "SIGSEGV" in (result.explanation or "")
@@ -547,4 +537,4 @@ def test_mapping_names_and_class_headers(reference_ws: Path) -> None:
 def test_no_stack_tool_is_one_paragraph(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tools, "available", lambda *a: [])
     with pytest.raises(OnboardError, match="No stack tool is installed"):
-        stuck(pid=os.getpid())
+        stuck(StuckRequest(pid=os.getpid()))

@@ -15,11 +15,11 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixtures.events import Fifo, gone
 from fixtures.pytorch_repo import find_torch_dir
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
@@ -31,7 +31,7 @@ from onboard.cli import cli
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows.trace import launch, optree
 from onboard.workflows.trace.dispatch import BELOW_AUTOGRAD, AutogradKernel, parse_table, walk
-from onboard.workflows.trace.profile import trace
+from onboard.workflows.trace.profile import TraceRequest, trace
 from onboard.workflows.where import where
 
 PY = sys.executable
@@ -171,17 +171,27 @@ def test_prune_depth_and_filter() -> None:
     assert [n.label for n in kept[0].children[0].children] == ["aten::empty.memory_format"]
 
 
-def test_parse_bad_commands(tmp_path: Path) -> None:
-    for command, code in (
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
         (None, None),
         (["bash", "run.sh"], None),
         (["python", "-x", "a.py"], None),
         (["python"], None),
         (["python", "nope.py"], None),
         (["python", "a.py"], "1"),
-    ):
-        with pytest.raises(BadInput):
-            launch.parse(command, code)
+    ],
+    ids=[
+        "nothing-to-run", "not-python", "an-option-it-does-not-know", "no-script",
+        "a-script-that-does-not-exist", "a-script-and-code",
+    ],
+)  # fmt: skip
+def test_parse_bad_commands(command: list[str] | None, code: str | None) -> None:
+    with pytest.raises(BadInput):
+        launch.parse(command, code)
+
+
+def test_parse_a_script_and_a_module(tmp_path: Path) -> None:
     script = tmp_path / "a.py"
     script.write_text("print(1)\n")
     program = launch.parse([PY, "-u", str(script), "--lr", "0.1"])
@@ -195,7 +205,7 @@ def test_parse_bad_commands(tmp_path: Path) -> None:
 
 
 def test_trace_zeros_shows_the_real_call_path() -> None:
-    result = trace(code="torch.zeros(3, 4)", python=PY)
+    result = trace(TraceRequest(code="torch.zeros(3, 4)", python=PY))
     call = result.tree[0]
     assert call.kind == "call" and call.label == "torch.zeros" and call.line == 1
     zeros = call.children[0]
@@ -218,7 +228,7 @@ def test_trace_zeros_shows_the_real_call_path() -> None:
     ).stdout.split()
     assert versions == ["0", "1"]
     assert [k.key for k in zeros.children[1].kernels] == ["CPU"]
-    direct = trace(code="torch.empty(3, 4).zero_()", python=PY)
+    direct = trace(TraceRequest(code="torch.empty(3, 4).zero_()", python=PY))
     zero_ = next(n for n in optree.ops(direct.tree) if n.label == "aten::zero_")
     assert [k.key for k in zero_.kernels] == ["AutogradCPU", "ADInplaceOrView", "CPU"]
     assert zeros.children[0].allocated_bytes == 3 * 4 * 4
@@ -237,7 +247,7 @@ def test_trace_zeros_shows_the_real_call_path() -> None:
 def test_trace_locations_agree_with_where(clone_ws: Path, tmp_path: Path) -> None:
     script = tmp_path / "repro.py"
     script.write_text("import torch\nx = torch.zeros(3, 4)\ny = x.trunc()\n")
-    result = trace([PY, str(script)], workspace=str(clone_ws))
+    result = trace(TraceRequest(command=[PY, str(script)], workspace=str(clone_ws)))
     assert result.tree[0].path == str(script) and result.tree[0].line == 2
     for op in ("aten::zeros", "aten::empty.memory_format", "aten::zero_", "aten::trunc"):
         mine = result.ops[op]
@@ -290,7 +300,7 @@ def test_trace_script_imports_its_neighbour_not_a_checkout_torch(tmp_path: Path)
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        result = trace([PY, "repro.py"])
+        result = trace(TraceRequest(command=[PY, "repro.py"]))
     finally:
         os.chdir(cwd)
     assert any(n.label == "aten::mul.Tensor" for n in optree.ops(result.tree))
@@ -300,13 +310,13 @@ def test_trace_program_that_fails_before_torch(tmp_path: Path) -> None:
     script = tmp_path / "broken.py"
     script.write_text("import torch\nraise ValueError('bad config')\n")
     with pytest.raises(OnboardError) as info:
-        trace([PY, str(script)])
+        trace(TraceRequest(command=[PY, str(script)]))
     assert "failed before any torch call" in info.value.message
     assert "ValueError: bad config" in info.value.message
     _suggested_run_fails_the_same_way(info.value, "ValueError: bad config")
     script.write_text("import sys\nsys.exit(3)\n")
     with pytest.raises(OnboardError, match=r"exit 3"):
-        trace([PY, str(script)])
+        trace(TraceRequest(command=[PY, str(script)]))
 
 
 def _source_line(rel: str, needle: str) -> int:
@@ -327,7 +337,7 @@ def _suggested_run_fails_the_same_way(error: OnboardError, expected: str) -> Non
 
 def test_trace_code_that_does_not_parse_names_a_runnable_command() -> None:
     with pytest.raises(OnboardError) as info:
-        trace(None, code="torch.zeros(2")
+        trace(TraceRequest(code="torch.zeros(2"))
     assert "SyntaxError" in info.value.message
     # The code as the child ran it: with the torch import `-c` adds.
     assert "import torch; torch.zeros(2" in (info.value.next_step or "")
@@ -338,30 +348,16 @@ def test_trace_program_without_torch(tmp_path: Path) -> None:
     script = tmp_path / "hello.py"
     script.write_text("print('hello')\n")
     with pytest.raises(OnboardError, match="never imported torch"):
-        trace([PY, str(script)])
+        trace(TraceRequest(command=[PY, str(script)]))
 
 
 def test_trace_program_failing_after_ops_still_shows_them(tmp_path: Path) -> None:
     script = tmp_path / "late.py"
     script.write_text("import torch\ntorch.ones(2)\nraise RuntimeError('later')\n")
-    result = trace([PY, str(script)])
-    assert result.exit_code == 1 and result.exit_code_for_cli == 1
+    result = trace(TraceRequest(command=[PY, str(script)]))
+    assert result.program_exit == 1 and result.exit_code == 1
     assert "RuntimeError: later" in (result.error or "")
     assert any(n.label == "aten::ones" for n in optree.ops(result.tree))
-
-
-def _gone(pid: int) -> bool:
-    """The process ended (a zombie counts: in a container nothing may reap the orphan)."""
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except (ProcessLookupError, FileNotFoundError):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_trace_timeout_kills_the_program(tmp_path: Path) -> None:
@@ -375,9 +371,9 @@ def test_trace_timeout_kills_the_program(tmp_path: Path) -> None:
     )
     # long enough for torch's import on a busy machine: the program must have started its child
     with pytest.raises(OnboardError, match="did not finish within 20 s"):
-        trace([PY, str(script)], timeout=20)
+        trace(TraceRequest(command=[PY, str(script)], timeout=20))
     assert marker.exists(), "the program was stopped before it started its own child"
-    assert _gone(int(marker.read_text())), "the program's own child survived the timeout"
+    assert gone(int(marker.read_text()), 10), "the program's own child survived the timeout"
 
 
 def _restore_ctrl_c() -> None:
@@ -388,10 +384,10 @@ def _restore_ctrl_c() -> None:
 
 def test_trace_interrupted_exits_130(tmp_path: Path) -> None:
     script = tmp_path / "slow.py"
-    started = tmp_path / "started.pid"
+    started = Fifo(tmp_path / "started")
     script.write_text(
         "import os, time\nimport torch\ntorch.ones(1)\n"
-        f"open({str(started)!r}, 'w').write(str(os.getpid()))\n"
+        f"open({str(started)!r}, 'w').write(f'{{os.getpid()}}\\n')\n"
         "time.sleep(600)\n"
     )
     proc = subprocess.Popen(
@@ -403,17 +399,13 @@ def test_trace_interrupted_exits_130(tmp_path: Path) -> None:
         preexec_fn=_restore_ctrl_c,
     )
     try:
-        for _ in range(1200):  # until the program runs under the tracer
-            if (started.exists() and started.read_text()) or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert proc.poll() is None, proc.communicate()
-        assert started.exists() and started.read_text(), "the program never started"
+        program = int(started.line("the program running under the tracer", process=proc))
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=120)
     finally:
+        started.close()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
     assert "Interrupted." in err
-    assert _gone(int(started.read_text())), "the traced program survived Ctrl-C"
+    assert gone(program, 10), "the traced program survived Ctrl-C"

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fixtures.pytorch_repo import find_torch_dir
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
@@ -17,10 +18,11 @@ from opsource_helpers import (
     shared_cache_fixture,  # noqa: F401 (a pytest fixture)
 )
 
+from onboard.views import trace as view
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.trace import optree, stubs
-from onboard.workflows.trace.profile import trace
-from onboard.workflows.where import KernelSite
+from onboard.workflows.trace import optree
+from onboard.workflows.trace.profile import TraceRequest, TraceResult, trace
+from onboard.workflows.where import KernelSite, stubs
 
 PY = sys.executable
 LINEAR = """\
@@ -74,7 +76,7 @@ def test_filter_keeps_the_matches_and_their_callers_then_cuts_depth_below_them()
 def test_readme_filter_example_shows_the_matching_ops(tmp_path: Path) -> None:
     script = tmp_path / "model.py"
     script.write_text(LINEAR)
-    result = trace([PY, str(script)], depth=1, filter="aten::(mm|addmm)")
+    result = trace(TraceRequest(command=[PY, str(script)], depth=1, filter="aten::(mm|addmm)"))
     shown = [n.label for n in optree.ops(result.tree)]
     # the linear layer's addmm under the op that called it, and the script's own mm
     assert "aten::addmm" in shown and "aten::mm" in shown
@@ -85,18 +87,19 @@ def test_readme_filter_example_shows_the_matching_ops(tmp_path: Path) -> None:
     assert not any("No op matched" in n for n in result.notes)
 
 
-def test_no_grad_hint_only_when_a_graph_was_recorded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["no-graph", "a-graph-recorded"])
+def test_no_grad_hint_only_when_a_graph_was_recorded(tmp_path: Path, requires_grad: bool) -> None:
     body = "for _ in range(20):\n    y = x @ x\nprint(y.requires_grad, y.grad_fn is not None)\n"
-    plain = tmp_path / "plain.py"
-    plain.write_text("import torch\nx = torch.randn(64, 64)\n" + body)
-    graph = tmp_path / "graph.py"
-    graph.write_text("import torch\nx = torch.randn(64, 64, requires_grad=True)\n" + body)
-    for script, recorded in ((plain, False), (graph, True)):
-        # what the program itself says about its output
-        said = subprocess.run([PY, str(script)], capture_output=True, text=True, check=True)
-        assert said.stdout.split() == [str(recorded)] * 2
-        hints = trace([PY, str(script)]).hints
-        assert any("no_grad" in h for h in hints) is recorded, (script.name, hints)
+    script = tmp_path / "matmuls.py"
+    script.write_text(
+        f"import torch\nx = torch.randn(64, 64, requires_grad={requires_grad})\n" + body
+    )
+    # what the program itself says about its output
+    said = subprocess.run([PY, str(script)], capture_output=True, text=True, check=True)
+    recorded = said.stdout.split() == ["True"] * 2
+    assert said.stdout.split() == [str(requires_grad)] * 2
+    hints = trace(TraceRequest(command=[PY, str(script)])).hints
+    assert any("no_grad" in h for h in hints) is recorded, hints
 
 
 def test_a_failing_program_shows_its_own_traceback(tmp_path: Path) -> None:
@@ -110,7 +113,7 @@ def test_a_failing_program_shows_its_own_traceback(tmp_path: Path) -> None:
     assert alone.returncode == 1
     expected = alone.stderr.rstrip().splitlines()
     start = expected.index("Traceback (most recent call last):")
-    result = trace([PY, str(script)])
+    result = trace(TraceRequest(command=[PY, str(script)]))
     tail = result.output_tail
     assert "Traceback (most recent call last):" in tail
     assert tail[tail.index("Traceback (most recent call last):") :] == expected[start:]
@@ -129,7 +132,9 @@ def test_kernels_list_names_only_kernels_that_ran_and_the_stub_they_call(tmp_pat
         text=True,
         check=True,
     ).stdout.strip()
-    result = trace(code="torch.zeros(3).copy_(torch.ones(3))", workspace=str(ws.root), python=PY)
+    result = trace(
+        TraceRequest(code="torch.zeros(3).copy_(torch.ones(3))", workspace=str(ws.root), python=PY)
+    )
     empty = result.ops["aten::empty.memory_format"].places
     assert empty is not None and empty.kernels, "where finds empty's kernels in this tree"
     for summary in result.ops.values():
@@ -182,29 +187,29 @@ def test_namesake_stubs_in_other_namespaces_are_marked_ambiguous() -> None:
     assert [(s.location.path, s.detail) for s in chosen] == [("a/Two.h", "")]
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "trace.md"
 _TIMES = re.compile(r"\d+\.\d+ (ms|s)\b")
 
 
 def readme_block(first_line_start: str) -> list[str]:
-    """The README's fenced output block whose first line starts with ``first_line_start``."""
-    text = README.read_text(encoding="utf-8")
+    """The trace guide's fenced output block whose first line starts with ``first_line_start``."""
+    text = GUIDE.read_text(encoding="utf-8")
     at = text.index("```\n" + first_line_start)
     return text[at + 4 : text.index("```", at + 4)].rstrip("\n").splitlines()
 
 
-def rendered(result: object) -> list[str]:
+def rendered(result: TraceResult) -> list[str]:
     from io import StringIO
 
     from rich.console import Console
 
     out = StringIO()
-    result.render(Console(file=out, width=100_000, color_system=None), False)  # type: ignore[attr-defined]
+    view.render(result, Console(file=out, width=100_000, color_system=None), False)
     return out.getvalue().splitlines()
 
 
 def test_readme_trace_example_is_what_trace_prints() -> None:
     block = readme_block('onboard trace -c "torch.zeros(3, 4)"')
-    lines = rendered(trace(code="torch.zeros(3, 4)", python=PY))
+    lines = rendered(trace(TraceRequest(code="torch.zeros(3, 4)", python=PY)))
     # times differ from run to run; everything else is the same
     assert [_TIMES.sub("T", x) for x in lines[: len(block)]] == [_TIMES.sub("T", x) for x in block]

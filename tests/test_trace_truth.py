@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from onboard.workflows.trace.profile import trace
+from onboard.workflows.trace.profile import TraceRequest, trace
 
 PY = sys.executable
 ORACLE = Path(__file__).resolve().parent / "fixtures" / "dispatch_truth.py"
@@ -221,7 +221,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Pa
         if name not in done:
             script = folder / f"{name}.py"
             script.write_text(PROGRAMS[name])
-            done[name] = (script, trace([PY, str(script)]).to_json())
+            done[name] = (script, trace(TraceRequest(command=[PY, str(script)])).to_json())
         return done[name]
 
     return get

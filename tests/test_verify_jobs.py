@@ -43,12 +43,13 @@ def test_jobs_wait_for_their_dependencies_and_start_by_priority() -> None:
 def test_no_more_jobs_run_at_once_than_there_are_slots() -> None:
     running = {"now": 0, "most": 0}
     lock = threading.Lock()
+    pair = threading.Barrier(2, timeout=60)  # two at a time meet here: both slots in use
 
     def run() -> None:
         with lock:
             running["now"] += 1
             running["most"] = max(running["most"], running["now"])
-        time.sleep(0.05)
+        pair.wait()
         with lock:
             running["now"] -= 1
 
@@ -58,13 +59,18 @@ def test_no_more_jobs_run_at_once_than_there_are_slots() -> None:
 
 
 def test_a_failing_job_is_raised_after_the_running_ones_finish() -> None:
+    failed = threading.Event()
     finished = threading.Event()
 
     def slow() -> None:
+        failed.wait(60)  # still running when the other one fails...
+        # ...and for a moment after: there is no event for "the runner has not raised
+        # yet", so this is the time in which a runner that did not wait would raise.
         time.sleep(0.1)
         finished.set()
 
     def broken() -> None:
+        failed.set()
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

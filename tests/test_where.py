@@ -9,13 +9,13 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fixtures.events import gone
 from fixtures.pytorch_repo import find_torch_dir
 from opsource_helpers import (
     cache_fixture,  # noqa: F401 (a pytest fixture)
@@ -204,6 +204,35 @@ def test_where_reference_tree(reference_ws: Path) -> None:
     assert meta and meta[0].implementation == "torch._refs.trunc"
     assert meta[0].location.path == "torch/_refs/__init__.py" and meta[0].location.url
     assert meta[0].registered_at is not None and meta[0].registered_at.in_checkout
+
+
+def _declaring(checkout: Path, stub: str) -> dict[str, list[str]]:
+    """Each header of the tree that declares ``stub``: the namespaces open at its
+    DECLARE_DISPATCH, outermost first (``namespace at::native::cpublas {`` is three)."""
+    found: dict[str, list[str]] = {}
+    for path in checkout.rglob("*.h"):
+        text = path.read_text(errors="replace")
+        declared = re.search(rf"DECLARE_DISPATCH\([^;]*\b{stub}\b", text)
+        if declared:
+            opened = re.findall(r"namespace\s+([\w:]+)\s*\{", text[: declared.start()])
+            found[str(path.relative_to(checkout))] = "::".join(opened).split("::")
+    return found
+
+
+def test_where_shows_the_dispatch_stub_the_kernel_calls_not_its_namesake(
+    reference_ws: Path,
+) -> None:
+    # ATen has two DispatchStubs named copy_stub: copy_ (a function of at::native) calls
+    # the one its own namespace declares, not BLAS's in at::native::cpublas.
+    checkout = reference_ws / "pytorch"
+    declaring = _declaring(checkout, "copy_stub")
+    assert len(declaring) > 1, declaring  # the namesakes are in this tree
+    own = {path for path, spaces in declaring.items() if spaces[-2:] == ["at", "native"]}
+    assert len(own) == 1, declaring
+    result = where("copy_", workspace=str(reference_ws))
+    declared = {k.location.path for k in result.kernels if k.role == "stub_declare"}
+    assert declared == own
+    assert not any("ambiguous" in k.detail for k in result.kernels)
 
 
 def _cpu_wrapper_from_a_cpp_trace() -> tuple[str, str]:
@@ -461,14 +490,14 @@ def _index_file(cache_root: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _wait_for_index(cache_root: Path, timeout: float = 900.0) -> Path:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = _index_file(cache_root)
-        if found is not None:
-            return found
-        time.sleep(0.5)
-    pytest.fail("the live index was never written")
+def _wait_for_index(cache_root: Path, messages: list[str], timeout: float = 900.0) -> Path:
+    """The index, once the child that writes it (its pid in the run's messages) has ended."""
+    pids = [int(m) for m in re.findall(r"in the background \(pid (\d+)\)", "\n".join(messages))]
+    assert len(pids) == 1, messages
+    assert gone(pids[0], timeout), "the child indexing every op never ended"
+    found = _index_file(cache_root)
+    assert found is not None, "the live index was never written"
+    return found
 
 
 def _fake_index(path: Path, *, mtime_ns: int, rows: dict[str, Any]) -> None:
@@ -583,8 +612,9 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from onboard.report import Reporter
-    from onboard.workflows import where as where_mod
+    from onboard.workflows.opsource.context import TreeContext
     from onboard.workflows.opsource.live_index import LiveIndex
+    from onboard.workflows.where.live_answers import narrowed, op_request
 
     cache_root = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_root))
@@ -593,7 +623,7 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
     first = Reporter(verbose=True)
     where("trunc", workspace=str(ws), reporter=first)
     assert any("indexing every op" in m for m in first.messages)
-    _wait_for_index(cache_root)
+    _wait_for_index(cache_root, first.messages)
     # Ops never asked are answered from the index: no child.
     for op in ("aten::mm.out", "abs", "torch.nn.functional.relu6"):
         reporter = Reporter()
@@ -601,21 +631,19 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
         assert not any(m.startswith("Asking the installed torch") for m in reporter.messages)
     # What the index holds is what a child asked about that op alone answers.
     index = LiveIndex(sys.executable, f"{installed_version()}:{installed_commit()}", Reporter())
-    yaml_functions = [
-        f for f in where_mod.TreeContext.open(str(ws), None, Reporter()).yaml().functions
-    ]
+    yaml_functions = [f for f in TreeContext.open(str(ws), None, Reporter()).yaml().functions]
     groups: dict[str, list[dict[str, Any]]] = {}
     for f in yaml_functions:
         groups.setdefault(f["base"], []).append(f)
     for base in ("mm", "abs", "hardtanh"):
-        request = where_mod._op_request(base, groups[base])
+        request = op_request(base, groups[base])
         assert index.lookup(base, request) == _ask_one_child(request), base
     mm_out = [f for f in groups["mm"] if f["name"] == "mm.out"]
-    narrow = where_mod._op_request("mm", mm_out)
-    whole = index.lookup("mm", where_mod._op_request("mm", groups["mm"]))
+    narrow = op_request("mm", mm_out)
+    whole = index.lookup("mm", op_request("mm", groups["mm"]))
     assert whole is not None
     # (a child asked about mm.out alone also dumps the ops its entry points reach: unused)
-    assert where_mod._narrowed(whole, narrow) == where_mod._narrowed(_ask_one_child(narrow), narrow)
+    assert narrowed(whole, narrow) == narrowed(_ask_one_child(narrow), narrow)
     relu6 = _ask_one_child(
         {"entries": ["torch.nn.functional.relu6"], "ops": [], "record": True,
          "group_overloads": True}

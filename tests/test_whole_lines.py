@@ -62,12 +62,13 @@ def test_a_verify_table_keeps_each_detail_on_one_line(tmp_path: Path) -> None:
     deep = "aten/src/ATen/native/cpu/" + "VeryLongDirectoryName/" * 6 + "MyKernel.cpp:21"
     code = (
         "from pathlib import Path\n"
-        "from onboard.console import emit\n"
+        "from onboard.console import emit_view\n"
+        "from onboard.views import verify as view\n"
         "from onboard.workflows.verify import Check, VerifyResult\n"
         "detail = 'numerics differ - look at the scalar lambda [look at " + deep + "]'\n"
-        "emit(VerifyResult(Path('/ws'), [Check('new-op my_op: numerics', 'failed', detail),"
+        "emit_view(VerifyResult(Path('/ws'), [Check('new-op my_op: numerics', 'failed', detail),"
         " Check('in-tree build', 'not checked', 'needs ' + 'a full checkout ' * 12)]),"
-        " as_json=False)\n"
+        " view.render, as_json=False)\n"
     )
     log = tmp_path / "log"
     with log.open("w") as out:

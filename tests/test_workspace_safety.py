@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.events import read_until
 from fixtures.onboard_runs import (
     DRIVER,
     NEW_TORCH,
@@ -225,22 +226,17 @@ def test_two_new_ops_at_once_one_waits_and_refuses(ws: Path, onboard: Onboard) -
     repo = ws / "pytorch"
     give_user_work(repo)
     before = UserState.capture(repo)
-    first = onboard.start(
-        "new-op",
-        "my_a",
-        "--workspace",
-        str(ws),
-        ONBOARD_TEST_PAUSE_AT="transaction.Transaction.switch_new_branch:1:4",
+    first = onboard.hold(
+        "transaction.Transaction.switch_new_branch:1", "new-op", "my_a", "--workspace", str(ws)
     )
-    deadline = time.monotonic() + 60
-    while not lock.is_held(ws / SCOPE_DIR / "lock"):
-        assert time.monotonic() < deadline and first.poll() is None
-        time.sleep(0.05)
+    first.wait()
+    assert lock.is_held(ws / SCOPE_DIR / "lock")
     second = onboard("new-op", "my_b", "--workspace", str(ws), ONBOARD_LOCK_WAIT="0.5")
     assert second.returncode == 1
     assert "Another onboard is working in the workspace" in second.stderr
-    assert f"pid {first.pid}" in second.stderr and "new-op my_a" in second.stderr
-    assert finish(first).returncode == 0
+    assert f"pid {first.process.pid}" in second.stderr and "new-op my_a" in second.stderr
+    first.release()
+    assert finish(first.process).returncode == 0
     now = UserState.capture(repo)
     before.assert_kept(now, head_may_move=True)
     assert now.branch == "onboard/new-op-my_a"
@@ -272,11 +268,8 @@ def test_two_verifies_at_once_queue_instead_of_crashing(ws: Path, onboard: Onboa
 def test_ctrl_c_during_verify_leaves_no_process_behind(ws: Path, onboard: Onboard) -> None:
     before = UserState.capture(ws / "pytorch")
     run = onboard.start("verify", "--workspace", str(ws))
-    deadline = time.monotonic() + 120
-    # Wait until verify's nox session (a grandchild, in a session of its own) runs.
-    while len(marked_processes(onboard.mark)) < 2:
-        assert time.monotonic() < deadline and run.poll() is None
-        time.sleep(0.05)
+    # Until verify's nox session (a grandchild, in a session of its own) runs its checks.
+    read_until(run, "started: ")
     run.send_signal(signal.SIGINT)
     result = finish(run, timeout=60)
     assert result.returncode == 130, result.stderr
@@ -348,19 +341,13 @@ def test_two_setups_of_one_folder_at_once(tmp_path: Path, onboard: Onboard) -> N
     tmp_path = tmp_path / "parent"
     tmp_path.mkdir()
     dest = tmp_path / "ws"
-    first = onboard.start(
-        "setup",
-        str(dest),
-        "--from-wheel",
-        ONBOARD_TEST_PAUSE_AT="workflows.reference_tree.build:1:4",
-    )
-    deadline = time.monotonic() + 60
-    while not [p for p in tmp_path.iterdir() if "onboard-partial" in p.name]:
-        assert time.monotonic() < deadline and first.poll() is None
-        time.sleep(0.05)
+    first = onboard.hold("workflows.reference_tree.build:1", "setup", str(dest), "--from-wheel")
+    first.wait()
+    assert [p for p in tmp_path.iterdir() if "onboard-partial" in p.name]
     second = onboard("setup", str(dest), "--from-wheel", ONBOARD_LOCK_WAIT="0.5")
-    assert second.returncode == 1 and f"pid {first.pid}" in second.stderr
-    assert finish(first).returncode == 0
+    assert second.returncode == 1 and f"pid {first.process.pid}" in second.stderr
+    first.release()
+    assert finish(first.process).returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ws"]
     queued = onboard("setup", str(dest), "--from-wheel", "--json")
     assert queued.returncode == 0 and queued.json()["state"] == "unchanged"
@@ -451,6 +438,8 @@ def test_interrupting_verify_mid_compile_stops_every_compiler(
     assert onboard("new-op", "my_frac", "--workspace", str(ws)).returncode == 0
     run = onboard.start("verify", "--workspace", str(ws))
     deadline = time.monotonic() + 600
+    # Looked at again until a compiler runs: it is started by the nox session (no hold
+    # point of the driver's reaches there) and nothing it prints marks that moment.
     while not any(
         "_compile_child" in c or "nvcc" in c or "cc1plus" in c for c in _cmdlines(onboard.mark)
     ):
@@ -475,14 +464,16 @@ def test_harvest_into_a_closed_pipe_ends_quietly_with_zero(ws: Path, onboard: On
 @pytest.mark.parametrize(
     "point",
     [
-        "headstart._start:1:TERM",  # `git status` started, Click not yet imported
-        "headstart._start:1:INT",
+        "git.status.start_tree_state:1:TERM",  # `git status` started, the cache not yet read
+        "git.status.start_tree_state:1:INT",
         "git.status.PendingState.result:1:TERM:before",  # harvest about to wait for it
+        "git.status.PendingStatus.result:1:INT:before",
+        "git.status.PendingState.result:1:INT",  # git answered, the tree not yet searched
     ],
 )
-def test_harvest_interrupted_around_its_head_start(ws: Path, onboard: Onboard, point: str) -> None:
-    """The `git status` started before Click loads is stopped with the run: no process
-    left, no index.lock (git would refuse every later command in the checkout)."""
+def test_harvest_interrupted_around_its_git_status(ws: Path, onboard: Onboard, point: str) -> None:
+    """The `git status` harvest runs while it reads its cache is stopped with the run: no
+    process left, no index.lock (git would refuse every later command in the checkout)."""
     run = onboard("harvest", "--json", cwd=ws, **at(point))
     assert run.returncode == 130, run.stderr
     assert "Interrupted." in run.stderr and "Traceback" not in run.stderr

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import (
-    PathParam,
-    common_options,
-    python_option,
-    reporter,
-    workspace_option,
-)
+from onboard.commands import options
+from onboard.commands._common import PathParam, reporter
 
 _SIDE_HELP = (
     "installed (the interpreter's torch), workspace (the checkout's Python over the "
@@ -22,8 +19,8 @@ _SIDE_HELP = (
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("script", type=PathParam(dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--a", "side_a", default="installed", show_default=True, help="Side A: " + _SIDE_HELP)
-@click.option("--b", "side_b", default="workspace", show_default=True, help="Side B: " + _SIDE_HELP)
+@click.option("--a", default="installed", show_default=True, help="Side A: " + _SIDE_HELP)
+@click.option("--b", default="workspace", show_default=True, help="Side B: " + _SIDE_HELP)
 @click.option(
     "--rounds",
     type=int,
@@ -44,25 +41,13 @@ _SIDE_HELP = (
     show_default=True,
     help="Seconds one run of the script may take; past it there is no verdict.",
 )
-@workspace_option
-@python_option(
+@options.workspace()
+@options.python(
     help="The interpreter of `installed`, `workspace` and `commit:` (default: the "
     "workspace's, else the one running onboard)."
 )
-@common_options
-def ab(
-    script: str,
-    script_args: tuple[str, ...],
-    side_a: str,
-    side_b: str,
-    rounds: int | None,
-    budget: float,
-    timeout: float,
-    workspace: str | None,
-    python: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.output()
+def ab(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Run SCRIPT on A and B, each run a fresh process, in alternating rounds, and compare
     its output (first: a faster wrong answer is no improvement), its wall time, peak RSS and
     every `name=value` number it prints: medians, B/A with a 95% bootstrap interval, and a
@@ -71,26 +56,17 @@ def ab(
 
     Exit status 0 when measured, 1 when the outputs differ or the script failed on a side
     (no verdict), 2 for bad arguments.
+
+    \b
+    Examples:
+      onboard ab bench.py                                    # A: installed torch, B: the workspace
+      onboard ab bench.py --a commit:HEAD~1 --b commit:HEAD  # two commits of a Python-only change
+      onboard ab bench.py --rounds 20 -- --size 1024         # arguments after SCRIPT go to it
     """
-    import sys
-    from pathlib import Path
+    from onboard.commands._common import finish
+    from onboard.views import ab as view
+    from onboard.workflows.ab import ABRequest
+    from onboard.workflows.ab import ab as run_ab
 
-    from onboard import workspace as ws_mod
-    from onboard.console import emit
-    from onboard.workflows.ab import compare
-
-    ws = ws_mod.find(workspace)
-    result = compare(
-        Path(script),
-        ws=ws,
-        python=python or (ws.python if ws is not None else sys.executable),
-        a=side_a,
-        b=side_b,
-        args=list(script_args),
-        rounds=rounds,
-        budget=budget,
-        timeout=timeout,
-        reporter=reporter(as_json, verbose),
-    )
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    result = run_ab(ABRequest(**parsed), reporter(as_json, verbose))
+    return finish(result, view.render, as_json, verbose)

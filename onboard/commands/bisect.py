@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import (
-    PathParam,
-    common_options,
-    python_option,
-    reporter,
-    workspace_option,
-)
+from onboard.commands import options
+from onboard.commands._common import PathParam, reporter
 
 
 @click.command()
@@ -82,40 +79,17 @@ from onboard.commands._common import (
     type=PathParam(),
     help="Folder (or page) of wheels for --wheels; alone, nothing else is consulted.",
 )
-@click.option(
-    "--repo",
-    default=None,
-    type=PathParam(file_okay=False),
+@options.repo(
     help="The git checkout to bisect (default: the workspace's, or the one around the "
     "current folder).",
 )
-@workspace_option
-@python_option(
+@options.workspace()
+@options.python(
     help="The interpreter that runs the repro (default: the workspace's, else the one "
     "running onboard)."
 )
-@common_options
-def bisect(
-    repro: str,
-    good: str,
-    bad: str,
-    repeat: int,
-    timeout: float | None,
-    term_old: str | None,
-    term_new: str | None,
-    on_crash: str,
-    build: str,
-    first_parent: bool,
-    wheels: bool,
-    package: str,
-    index_url: str | None,
-    find_links: str | None,
-    repo: str | None,
-    workspace: str | None,
-    python: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.output()
+def bisect(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Find the first commit where REPRO (a Python file: exit 0 = good) starts failing.
 
     The repro runs with the checkout first on the import path, in a fresh
@@ -123,29 +97,17 @@ def bisect(
     and failed builds skip the commit. Whatever happens, the checkout ends
     on the branch or commit it started on. Exit 0 when one commit was pinned,
     1 otherwise.
-    """
-    from onboard.console import emit
-    from onboard.workflows.bisect import run_bisect
 
-    result = run_bisect(
-        repro,
-        good=good,
-        bad=bad,
-        repeat=repeat,
-        timeout=timeout,
-        term_old=term_old,
-        term_new=term_new,
-        on_crash=on_crash,
-        build=build,
-        first_parent=first_parent,
-        wheels=wheels,
-        package=package,
-        index_url=index_url,
-        find_links=find_links,
-        repo=repo,
-        workspace_dir=workspace,
-        python=python,
-        reporter=reporter(as_json, verbose),
-    )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    \b
+    Examples:
+      onboard bisect repro.py --good v2.12.0                # --bad defaults to HEAD
+      onboard bisect repro.py --good v2.12.0 --repeat 3 --timeout 300
+      onboard bisect repro.py --good v2.12.0 --term-old broken --term-new fixed  # the fix
+      onboard bisect repro.py --good 2.11.0 --bad 2.13.0 --wheels  # releases, then commits
+    """
+    from onboard.commands._common import finish
+    from onboard.views import bisect as view
+    from onboard.workflows.bisect import BisectRequest, run_bisect
+
+    result = run_bisect(BisectRequest(**parsed), reporter(as_json, verbose))
+    return finish(result, view.render, as_json, verbose)

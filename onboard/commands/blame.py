@@ -3,12 +3,13 @@ by whom, and what reviewers said there."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from typing import Any
 
 import click
 
-from onboard.commands._common import common_options, reporter
-from onboard.commands.reviews import HistoryOptions, check_modes, history_options, show
+from onboard.commands import options
+from onboard.commands._common import reporter
+from onboard.commands.reviews import check_modes, show
 
 
 @click.command("blame")
@@ -19,16 +20,9 @@ from onboard.commands.reviews import HistoryOptions, check_modes, history_option
     help="Step back past reverts, relands and codemods (as .git-blame-ignore-revs does for "
     "mass reformats) to the change that meant the line.",
 )
-@history_options
-@common_options
-def blame(
-    spec: str,
-    walk: bool,
-    history: HistoryOptions,
-    md: bool,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.history()
+@options.output()
+def blame(spec: str, md: bool, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """The commit that last changed each line (moves and copies followed, the mass
     reformats of .git-blame-ignore-revs skipped), its pull request, title, date and
     approvers, and the review comments anchored on those lines (threads shown as
@@ -37,17 +31,18 @@ def blame(
     A clone made by `onboard setup` fetches its history the first time (commits and
     trees only, back to --since); file contents come when blame reads them.
 
+    Exit status: 0 answered, 1 no history to blame with, 2 bad arguments (a path
+    not in the checkout, a line beyond the file's end).
+
     \b
     Examples:
       onboard blame aten/src/ATen/native/UnaryOps.cpp:120
       onboard blame aten/src/ATen/native/UnaryOps.cpp:120-140 --walk
       onboard blame torch/_refs/__init__.py:88 --offline --json
-
-    Exit status: 0 answered, 1 no history to blame with, 2 bad arguments (a path
-    not in the checkout, a line beyond the file's end).
     """
     check_modes(as_json, md)
+    from onboard.views import blame as view
     from onboard.workflows.reviews.run_blame import blame as run
 
-    result = run(spec, walk=walk, reporter=reporter(as_json or md, verbose), **asdict(history))
-    return show(result, md=md, as_json=as_json, verbose=verbose)
+    result = run(spec, reporter=reporter(as_json or md, verbose), **parsed)
+    return show(result, view.render, md=md, as_json=as_json, verbose=verbose)

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import (
-    DashDashCommand,
-    PathParam,
-    after_dashes,
-    common_options,
-    reporter,
-    workspace_option,
-)
+from onboard.commands import options
+from onboard.commands._common import DashDashCommand, PathParam, after_dashes, reporter
 
 
 # Only what follows `--` goes to pip: a typo'd option before it is an error,
@@ -20,7 +16,7 @@ from onboard.commands._common import (
 @click.option("--debug", is_flag=True, help="DEBUG=1: -O0 -g everywhere (slow build, slow torch).")
 @click.option(
     "--debinfo",
-    "debinfo",
+    "debinfo_files",
     multiple=True,
     type=PathParam(),
     metavar="PATH",
@@ -45,19 +41,9 @@ from onboard.commands._common import (
 @click.option(
     "--dry-run", is_flag=True, help="Print the plan (env, commands, jobs, disk/RAM) and stop."
 )
-@workspace_option
-@common_options
-def build(
-    debug: bool,
-    debinfo: tuple[str, ...],
-    cache: str,
-    jobs: int | None,
-    with_tests: bool,
-    dry_run: bool,
-    workspace: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.workspace()
+@options.output()
+def build(dry_run: bool, workspace: str | None, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Build the workspace's PyTorch checkout (RelWithDebInfo by default) with
     `pip install --no-build-isolation -v -e .` in the workspace's nox venv, then
     check that the build is the torch that venv imports.
@@ -65,28 +51,23 @@ def build(
     Arguments after `--` go to `pip install`. Exit status: 0 built and checked
     (or --dry-run with a clean pre-flight), 1 a failed pre-flight, build or check,
     2 bad arguments.
+
+    \b
+    Examples:
+      onboard build --dry-run      # the plan: environment, commands, jobs, disk and memory
+      onboard build --debinfo aten/src/ATen/native/UnaryOps.cpp   # -g only for that file
+      onboard build --jobs 4 --cache ccache
     """
     from onboard import workspace as ws_mod
-    from onboard.console import emit_view
+    from onboard.commands._common import finish
     from onboard.views import build as view
     from onboard.workflows.build import build as run_build
     from onboard.workflows.build import plan as make_plan
 
     ws = ws_mod.require(workspace, writing=True)
     rep = reporter(as_json, verbose)
-    the_plan = make_plan(
-        ws,
-        debug=debug,
-        debinfo_files=debinfo,
-        cache=cache,
-        jobs=jobs,
-        with_tests=with_tests,
-        extra_args=after_dashes() or [],
-        reporter=rep,
-    )
+    the_plan = make_plan(ws, extra_args=after_dashes() or [], reporter=rep, **parsed)
     if dry_run:
-        emit_view(the_plan, view.plan, as_json=as_json, verbose=verbose)
-        return 0 if the_plan.ok else 1
+        return finish(the_plan, view.plan, as_json, verbose)
     result = run_build(ws, the_plan, rep)
-    emit_view(result, view.result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.result, as_json, verbose)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import DashDashCommand, PathParam, common_options
-from onboard.commands._program import ProgramOptions, program_options, run_program
+from onboard.commands import options
+from onboard.commands._common import DashDashCommand, PathParam, after_dashes, reporter
 
 
 @click.command("graph", cls=DashDashCommand, options_metavar="[OPTIONS] [-- PROGRAM [ARGS]...]")
-@program_options
+@options.launch()
 @click.option(
     "--var",
     "variables",
@@ -17,9 +19,7 @@ from onboard.commands._program import ProgramOptions, program_options, run_progr
     multiple=True,
     help="Draw the graph of this module global only (repeatable).",
 )
-@click.option(
-    "--dot", "as_dot", is_flag=True, help="Print a Graphviz digraph instead of the text view."
-)
+@click.option("--dot", is_flag=True, help="Print a Graphviz digraph instead of the text view.")
 @click.option(
     "--svg",
     metavar="FILE",
@@ -27,32 +27,22 @@ from onboard.commands._program import ProgramOptions, program_options, run_progr
     default=None,
     help="Also render the graph to FILE with Graphviz's `dot`.",
 )
-@common_options
-def graph(
-    program: ProgramOptions,
-    variables: tuple[str, ...],
-    as_dot: bool,
-    svg: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.output()
+def graph(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Run a Python program, then walk the autograd graph (grad_fn / next_functions) of the
     tensors it leaves in its module globals: each node's class, the aten op and the
     derivatives.yaml formula behind it, the edges' input_nr, leaves, saved tensors and views.
 
     \b
-    onboard graph -- python train_step.py
-    onboard graph --var loss -- python train_step.py
-    onboard graph --dot -- python train_step.py > g.dot
+    Examples:
+      onboard graph -- python train_step.py
+      onboard graph --var loss -- python train_step.py
+      onboard graph --dot -- python train_step.py > g.dot
     """
+    from onboard.commands._common import finish
+    from onboard.views import graph as view
+    from onboard.workflows.trace.autograd_graph import GraphRequest
     from onboard.workflows.trace.autograd_graph import graph as run_graph
 
-    return run_program(
-        run_graph,
-        program,
-        as_json,
-        verbose,
-        variables=variables,
-        dot=as_dot,
-        svg=svg,
-    )
+    result = run_graph(GraphRequest(command=after_dashes(), **parsed), reporter(as_json, verbose))
+    return finish(result, view.render, as_json, verbose)

@@ -2,51 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from onboard.commands._common import (
-    PathParam,
-    check_api_url,
-    common_options,
-    reporter,
-    workspace_option,
+from onboard.commands import options
+from onboard.commands._common import PathParam, reporter
+
+# `harvest` and `harvest show` both take these.
+_repo = options.repo(
+    help="The tree to harvest (default: the workspace checkout, else the git repo around "
+    "the current folder)."
 )
-
-_API_URL = "https://api.github.com"
-
-
-def _repo_option(func: Any) -> Any:
-    return click.option(
-        "--repo",
-        type=PathParam(file_okay=False),
-        default=None,
-        help="The tree to harvest (default: the workspace checkout, else the git repo around "
-        "the current folder).",
-    )(func)
-
-
-def _api_options(func: Any) -> Any:
-    func = click.option(
-        "--offline",
-        is_flag=True,
-        help="No enrichment: no git blame, no GitHub.",
-    )(func)
-    func = click.option(
-        "--api-url",
-        default=_API_URL,
-        show_default=True,
-        callback=check_api_url,
-        help="GitHub API root (GitHub Enterprise: https://HOST/api/v3). The token comes from "
-        "GH_TOKEN / GITHUB_TOKEN (or gh's hosts.yml) and is never printed.",
-    )(func)
-    return func
+_offline = click.option("--offline", is_flag=True, help="No enrichment: no git blame, no GitHub.")
 
 
 @click.group(invoke_without_command=True)
-@_repo_option
-@workspace_option
+@_repo
+@options.workspace()
 @click.option(
     "--path",
     "paths",
@@ -94,8 +65,9 @@ def _api_options(func: Any) -> Any:
 @click.option(
     "--no-cache", is_flag=True, help="Search and lex the whole tree again (ignore the cache)."
 )
-@_api_options
-@common_options
+@options.api_url()
+@_offline
+@options.output()
 @click.pass_context
 def harvest(
     ctx: click.Context,
@@ -122,10 +94,18 @@ def harvest(
     Vendored (third_party/) and generated files are skipped and counted.
     Exit status: 0 results shown (also when none match the filters), 1 no tree
     to search or an unknown id, 2 bad arguments (a malformed or ambiguous id).
+
+    \b
+    Examples:
+      onboard harvest                            # the top 20 of the workspace checkout
+      onboard harvest --module autograd --python-only --limit 50
+      onboard harvest --path 'torch/nn/*' --tag FIXME
+      onboard harvest --markdown > tasks.md
     """
     if ctx.invoked_subcommand is not None:
         return 0
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import harvest as view
     from onboard.workflows.harvest import harvest as run
 
     result = run(
@@ -141,24 +121,24 @@ def harvest(
         api_url=api_url,
         searcher=searcher,
         cache=not no_cache,
-        output="markdown" if markdown else "table",
         reporter=reporter(as_json or markdown, verbose),
         # The user waits for the answer, not for the cache write.
         save_in_background=True,
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    render = view.render_markdown if markdown else view.render
+    return finish(result, render, as_json, verbose)
 
 
 @harvest.command("show")
 @click.argument("item_id", metavar="ID")
-@_repo_option
-@workspace_option
+@_repo
+@options.workspace()
 @click.option(
     "--searcher", type=click.Choice(["auto", "rg", "git"]), default="auto", show_default=True
 )
-@_api_options
-@common_options
+@options.api_url()
+@_offline
+@options.output()
 @click.pass_context
 def show(
     ctx: click.Context,
@@ -171,8 +151,15 @@ def show(
     as_json: bool,
     verbose: bool,
 ) -> int:
-    """One harvested comment: its code around it, blame and links."""
-    from onboard.console import emit
+    """One harvested comment: its code around it, blame and links.
+
+    \b
+    Examples:
+      onboard harvest show "$(onboard harvest --json | jq -r '.items[0].id')"
+      onboard harvest show "$(onboard harvest --json | jq -r '.items[0].id')" --offline
+    """
+    from onboard.commands._common import finish
+    from onboard.views import harvest as view
     from onboard.workflows.harvest import show as run
 
     # Options given before `show` (`onboard harvest --json show ID`) count too.
@@ -180,7 +167,7 @@ def show(
     as_json = as_json or bool(parent.get("as_json"))
     verbose = verbose or bool(parent.get("verbose"))
     offline = offline or bool(parent.get("offline"))
-    if api_url == _API_URL and parent.get("api_url"):
+    if api_url == options.GITHUB_API and parent.get("api_url"):
         api_url = parent["api_url"]
     result = run(
         item_id,
@@ -192,5 +179,4 @@ def show(
         cache=not parent.get("no_cache"),
         reporter=reporter(as_json, verbose),
     )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, view.render_item, as_json, verbose)

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from onboard.commands._common import (
-    DashDashCommand,
-    after_dashes,
-    common_options,
-    python_option,
-    reporter,
-    workspace_option,
-)
+from onboard.commands import options
+from onboard.commands._common import DashDashCommand, after_dashes, reporter
 
 
 @click.command("locate", cls=DashDashCommand)
@@ -27,67 +20,26 @@ from onboard.commands._common import (
     help="Seconds the command after `--` may run.",
 )
 @click.option("--refresh", is_flag=True, help="Rebuild the cached check index.")
-@workspace_option
-@python_option
-@common_options
-def locate(
-    message: str | None,
-    timeout: float,
-    refresh: bool,
-    workspace: str | None,
-    python: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.workspace()
+@options.python()
+@options.output()
+def locate(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Find the PyTorch source line behind an error.
-
-    \b
-    onboard locate -- python repro.py     run it; walk the raised error down to the check
-    onboard locate "MESSAGE"              find the TORCH_CHECK / raise sites that print it
-    some_command 2>&1 | onboard locate -  read a traceback or log from stdin
 
     Exit status: 0 for a sure answer (the line the binary or the traceback named, or
     one message match of high confidence); 1 when nothing matched or the answer is
     uncertain (the candidates are shown with their confidence and blind spots).
+
+    \b
+    Examples:
+      onboard locate -- python repro.py       # run it; walk the raised error down to the check
+      onboard locate "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+      python repro.py 2>&1 | onboard locate -  # read a traceback or log from stdin
     """
-    from onboard.console import emit
-    from onboard.errors import BadInput
+    from onboard.commands._common import finish
+    from onboard.views import locate as view
+    from onboard.workflows.locate import LocateRequest
     from onboard.workflows.locate import locate as run_locate
 
-    command = after_dashes()
-    kwargs: dict[str, Any] = {}
-    if command is not None:
-        if message is not None:
-            raise BadInput(
-                f"Both a message ({message!r}) and a command after `--` were given.",
-                next_step="Run either `onboard locate -- python repro.py` or "
-                '`onboard locate "MESSAGE"`.',
-            )
-        kwargs["command"] = command
-    elif message == "-":
-        stdin = sys.stdin  # click.get_text_stream is typed differently across click 8.x
-        if stdin.isatty():
-            raise BadInput(
-                "`onboard locate -` reads a traceback from stdin, but nothing is piped in.",
-                next_step="Pipe the output in (`python repro.py 2>&1 | onboard locate -`) or "
-                'pass the message itself: `onboard locate "MESSAGE"`.',
-            )
-        kwargs["text"] = stdin.read()
-    elif message is not None:
-        kwargs["message"] = message
-    else:
-        raise BadInput(
-            "Nothing to locate: no command, message or `-` was given.",
-            next_step='Run `onboard locate -- python repro.py`, `onboard locate "MESSAGE"` or '
-            "`some_command 2>&1 | onboard locate -`.",
-        )
-    result = run_locate(
-        workspace=workspace,
-        python=python,
-        refresh=refresh,
-        timeout=timeout,
-        reporter=reporter(as_json, verbose),
-        **kwargs,
-    )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    result = run_locate(LocateRequest(command=after_dashes(), **parsed), reporter(as_json, verbose))
+    return finish(result, view.render, as_json, verbose)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import common_options, reporter, workspace_option
+from onboard.commands import options
+from onboard.commands._common import reporter
 
 
 @click.command("new-op")
@@ -31,18 +34,9 @@ from onboard.commands._common import common_options, reporter, workspace_option
     help="For an existing op: show how PyTorch itself writes it at the installed commit "
     "(the lines on a full checkout, links on a reference tree); writes nothing.",
 )
-@workspace_option
-@common_options
-def new_op(
-    name: str,
-    kind: str | None,
-    like: str | None,
-    dry_run: bool,
-    reveal: bool,
-    workspace: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.workspace()
+@options.output()
+def new_op(name: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Scaffold aten::NAME, a structured pointwise op (functional, in-place and
     out=), in the workspace checkout, on a new branch onboard/new-op-NAME.
 
@@ -57,26 +51,21 @@ def new_op(
 
     Exit status 0 when the scaffold was written (or printed with --dry-run or
     --reveal), 1 when it could not be, 2 for a refused name.
+
+    \b
+    Examples:
+      onboard new-op my_frac                  # unary: functional, in-place and out=
+      onboard new-op my_hypot2 --kind binary --dry-run   # the diff; nothing written
+      onboard new-op my_trunc --like trunc    # trunc's family: integers copied, same dtypes
+      onboard new-op trunc --reveal           # how PyTorch itself writes trunc
     """
-    from onboard import workspace as ws_mod
-    from onboard.console import emit
-    from onboard.workflows.newop import scaffold
+    from onboard.commands._common import finish
+    from onboard.views import new_op as view
+    from onboard.workflows.newop import new_op as run_new_op
 
-    ws = ws_mod.require(workspace, writing=True)
-    if reveal:
-        from onboard.errors import BadInput
-        from onboard.workflows.newop.reveal import reveal as reveal_op
+    result = run_new_op(name, reporter=reporter(as_json, verbose), **parsed)
+    from onboard.workflows.newop.reveal import RevealResult
 
-        if like or dry_run:
-            raise BadInput(
-                "--reveal shows an existing op and writes nothing; it takes no --like or "
-                "--dry-run.",
-                next_step=f"Run `onboard new-op {name} --reveal`.",
-            )
-        emit(reveal_op(ws, name), as_json=as_json, verbose=verbose)
-        return 0
-    result = scaffold(
-        ws, name, kind=kind, like=like, dry_run=dry_run, reporter=reporter(as_json, verbose)
-    )
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0
+    if isinstance(result, RevealResult):
+        return finish(result, view.reveal, as_json, verbose)
+    return finish(result, view.render, as_json, verbose)

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import (
-    PathParam,
-    check_api_url,
-    common_options,
-    reporter,
-    workspace_option,
-)
-
-
-def _check_owner_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    owner, _, name = value.partition("/")
-    if not owner or not name or "/" in name or any(c.isspace() for c in value):
-        raise click.BadParameter(f"{value!r} is not OWNER/NAME (like pytorch/pytorch).")
-    return value
+from onboard.commands import options
+from onboard.commands._common import reporter
 
 
 @click.command("pr")
@@ -33,18 +23,12 @@ def _check_owner_name(ctx: click.Context, param: click.Parameter, value: str) ->
     default=None,
     help="Remote of your fork (default: `fork`, else `origin` when it is not the upstream).",
 )
-@click.option(
-    "--api-url",
-    default="https://api.github.com",
-    show_default=True,
-    callback=check_api_url,
-    help="GitHub API root (GitHub Enterprise: https://HOST/api/v3).",
-)
+@options.api_url(help="GitHub API root (GitHub Enterprise: https://HOST/api/v3).")
 @click.option(
     "--upstream-repo",
     default="pytorch/pytorch",
     show_default=True,
-    callback=_check_owner_name,
+    callback=options.owner_name,
     help="OWNER/NAME the PR is opened against.",
 )
 @click.option(
@@ -61,29 +45,13 @@ def _check_owner_name(ctx: click.Context, param: click.Parameter, value: str) ->
     help="Stop `git push` when the fork remote sends nothing for this long.",
 )
 @click.option("--title", default=None, help="PR title (default: the first commit's subject).")
-@click.option(
-    "--repo",
-    type=PathParam(file_okay=False),
-    default=None,
+@options.repo(
     help="The PyTorch checkout (default: the workspace's, else the repo around the current "
     "folder).",
 )
-@workspace_option
-@common_options
-def pr(
-    issue: int | None,
-    open_pr: bool,
-    fork_remote: str | None,
-    api_url: str,
-    upstream_repo: str,
-    base: str | None,
-    push_timeout: float,
-    title: str | None,
-    repo: str | None,
-    workspace: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.workspace()
+@options.output()
+def pr(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Turn the current branch into a pull request draft in PyTorch's form.
 
     Dry run (default): lint the changed files, name the tests that cover them,
@@ -91,22 +59,16 @@ def pr(
     and write PR_DRAFT.md (in the workspace, or the repo's .git folder).
     With --open: push the branch to your fork and open a draft PR (or update
     the open one). The token comes from GITHUB_TOKEN / GH_TOKEN or gh's config.
+
+    \b
+    Examples:
+      onboard pr                              # dry run: PR_DRAFT.md written, nothing sent
+      onboard pr --issue 12345                # adds "Fixes #12345"
+      onboard pr --open --fork-remote myfork  # push to your fork, open a draft PR
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import pr as view
     from onboard.workflows.pr import run
 
-    result = run(
-        repo=repo,
-        workspace=workspace,
-        base=base,
-        issue=issue,
-        title=title,
-        open_pr=open_pr,
-        fork_remote=fork_remote,
-        api_url=api_url,
-        upstream_repo=upstream_repo,
-        push_timeout=push_timeout,
-        reporter=reporter(as_json, verbose),
-    )
-    emit(result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    result = run(reporter=reporter(as_json, verbose), **parsed)
+    return finish(result, view.render, as_json, verbose)

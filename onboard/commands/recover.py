@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import PathParam, common_options, reporter, workspace_option
+from onboard.commands import options
+from onboard.commands._common import reporter
 
 
 @click.command("recover")
-@click.option(
-    "--repo",
-    type=PathParam(file_okay=False),
-    default=None,
+@options.repo(
     help="A checkout outside any workspace where `onboard bisect` or `onboard pr` was "
     "interrupted (default: the workspace).",
 )
-@workspace_option
-@common_options
-def recover(repo: str | None, workspace: str | None, as_json: bool, verbose: bool) -> int:
+@options.workspace()
+@options.output()
+def recover(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Undo what an interrupted onboard run (killed, or its terminal closed) left,
     where it is still exactly onboard's, and say what was kept.
 
@@ -33,10 +33,9 @@ def recover(repo: str | None, workspace: str | None, as_json: bool, verbose: boo
       onboard recover --repo ~/pytorch   # after an interrupted bisect/pr in a clone
       onboard recover --json
     """
-    from onboard.console import emit_view
+    from onboard.commands._common import finish
     from onboard.views import recover as view
     from onboard.workflows.recover import recover as run_recover
 
-    result = run_recover(workspace_dir=workspace, repo=repo, reporter=reporter(as_json, verbose))
-    emit_view(result, view.render, as_json=as_json, verbose=verbose)
-    return 0
+    result = run_recover(reporter=reporter(as_json, verbose), **parsed)
+    return finish(result, view.render, as_json, verbose)

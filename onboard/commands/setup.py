@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import PathParam, common_options, python_option, reporter
+from onboard.commands import options
+from onboard.commands._common import PathParam, reporter
 
 
 @click.command()
@@ -53,42 +56,28 @@ from onboard.commands._common import PathParam, common_options, python_option, r
     help="Then build the checkout (`onboard build` with its defaults; needs a full checkout "
     "and --with-submodules).",
 )
-@python_option
-@common_options
-def setup(
-    dest: str,
-    from_wheel: bool,
-    remote: str | None,
-    commit: str | None,
-    reference: str | None,
-    with_submodules: bool,
-    fetch_timeout: float,
-    python: str | None,
-    then_build: bool,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.python()
+@options.output()
+def setup(dest: str, then_build: bool, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Create (or check and resume) a workspace in DIR: the source of the installed
     torch's exact commit, VS Code and gdb files that map the binary's build paths to it,
     and a noxfile whose `nox -s verify` checks it all.
 
     Exit status: 0 done, 1 failed (nothing half-made is left), 2 bad arguments.
+
+    \b
+    Examples:
+      onboard setup ~/pt-ws --from-wheel      # offline, in seconds: a reference tree
+      onboard setup ~/pt-ws                   # a depth-1 checkout of the installed commit
+      onboard setup ~/pt-ws --reference ~/src/pytorch   # borrow a clone's objects
+      onboard setup ~/pt-ws --with-submodules --build   # then `onboard build`
     """
+    from onboard.commands._common import finish
     from onboard.console import emit_view
     from onboard.views import setup as view
     from onboard.workflows.setup import setup as run_setup
 
-    result = run_setup(
-        dest,
-        python=python,
-        remote=remote,
-        commit=commit,
-        from_wheel=from_wheel,
-        reference=reference,
-        with_submodules=with_submodules,
-        fetch_timeout=fetch_timeout,
-        reporter=reporter(as_json, verbose),
-    )
+    result = run_setup(dest, reporter=reporter(as_json, verbose), **parsed)
     # `onboard setup DIR --build` builds after a good setup.
     if then_build and result.ok:
         from onboard.views import build as build_view
@@ -98,9 +87,7 @@ def setup(
             emit_view(result, view.render, as_json=False, verbose=verbose)
         both = build_after_setup(result, reporter(as_json, verbose))
         if as_json:
-            emit_view(both, build_view.setup_and_build, as_json=True)
-        else:
-            emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
+            return finish(both, build_view.setup_and_build, as_json, verbose)
+        emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
         return both.exit_code
-    emit_view(result, view.render, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    return finish(result, view.render, as_json, verbose)

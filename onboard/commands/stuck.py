@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import (
-    DashDashCommand,
-    after_dashes,
-    common_options,
-    python_option,
-    reporter,
-    workspace_option,
-)
+from onboard.commands import options
+from onboard.commands._common import DashDashCommand, after_dashes, reporter
 
 
 @click.command("stuck", cls=DashDashCommand)
@@ -33,31 +29,15 @@ from onboard.commands._common import (
     help="Stop the program after this long (a snapshot is taken first). Default: no limit.",
 )
 @click.option("--kill", is_flag=True, help="Stop the program after the snapshot.")
-@workspace_option
-@python_option(help="The interpreter for `python` in the command (default: the one named).")
-@common_options
-def stuck(
-    pid: str | None,
-    after: float,
-    timeout: float | None,
-    kill: bool,
-    workspace: str | None,
-    python: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.workspace()
+@options.python(help="The interpreter for `python` in the command (default: the one named).")
+@options.output()
+def stuck(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Show where every thread of a hung PyTorch program waits: each process
     (DataLoader workers and ranks too), each thread's Python and C++ frames, torch's
     frames at their source lines in the workspace checkout, and the waits it recognises
     (a DataLoader waiting on its workers, a collective waiting on a peer, a GIL or lock
     deadlock with a C++ thread, a Python deadlock, a CUDA synchronize).
-
-    \b
-    onboard stuck -- python train.py             run it; snapshot when it stops making progress
-    onboard stuck --after 30 -- python train.py  ... after 30 s without progress
-    onboard stuck --kill --timeout 600 -- python train.py
-    onboard stuck PID                            a process that is already hung
-    onboard stuck --json PID
 
     While it runs: Ctrl-\\ (or `kill -USR1 ONBOARD_PID`) takes a snapshot now; the
     program goes on after a snapshot unless --kill; Ctrl-C stops it. The program's
@@ -66,23 +46,20 @@ def stuck(
 
     Exit status: 0 when a snapshot was taken or the program ended cleanly, 1 when it
     failed before any snapshot, 130 on Ctrl-C.
+
+    \b
+    Examples:
+      onboard stuck -- python train.py              # snapshot when it stops making progress
+      onboard stuck --after 30 -- python train.py   # ... after 30 s without progress
+      onboard stuck --kill --timeout 600 -- python train.py
+      onboard stuck --json "$(pgrep -of train.py)"  # a process that is already hung
     """
-    from onboard.console import emit_view, stdout_console
-    from onboard.errors import BadInput
+    from onboard.commands._common import finish
+    from onboard.console import stdout_console
     from onboard.views.stuck import render_result, render_snapshot
+    from onboard.workflows.stuck import StuckRequest
     from onboard.workflows.stuck import stuck as run_stuck
 
-    command = after_dashes()
-    if (pid is None) == (command is None):
-        raise BadInput(
-            "Give a process id or a command after `--` (not both, not neither).",
-            next_step="Run `onboard stuck -- python train.py` or `onboard stuck PID`.",
-        )
-    if pid is not None and not pid.isdigit():
-        raise BadInput(
-            f"{pid!r} is not a process id (a number).",
-            next_step="Find it with `pgrep -af python`, then run `onboard stuck PID`.",
-        )
     printed: list[int] = []
 
     def show(snapshot: object) -> None:
@@ -91,17 +68,10 @@ def stuck(
             printed.append(1)
 
     result = run_stuck(
-        pid=int(pid) if pid is not None else None,
-        command=command,
-        after=after,
-        timeout=timeout,
-        kill=kill,
-        workspace=workspace,
-        python=python,
+        StuckRequest(command=after_dashes(), **parsed),
+        reporter(as_json, verbose),
         quiet_stdout=as_json,
-        reporter=reporter(as_json, verbose),
         on_snapshot=show,
     )
     result.printed = len(printed)
-    emit_view(result, render_result, as_json=as_json, verbose=verbose)
-    return result.exit_code
+    return finish(result, render_result, as_json, verbose)

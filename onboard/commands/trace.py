@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import DashDashCommand, common_options
-from onboard.commands._program import ProgramOptions, program_options, run_program
+from onboard.commands import options
+from onboard.commands._common import DashDashCommand, after_dashes, reporter
 
 
 @click.command("trace", cls=DashDashCommand, options_metavar="[OPTIONS] [-- PROGRAM [ARGS]...]")
-@program_options
+@options.launch()
 @click.option(
     "--depth",
     type=int,
@@ -19,35 +21,27 @@ from onboard.commands._program import ProgramOptions, program_options, run_progr
 )
 @click.option(
     "--filter",
-    "filter_",
     metavar="REGEX",
     default=None,
     help="Show only ops whose name matches REGEX (with their callers).",
 )
-@common_options
-def trace(
-    program: ProgramOptions,
-    depth: int | None,
-    filter_: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.output()
+def trace(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Run a Python program under torch's profiler and show the aten ops it ran, nested,
     with the dispatch key whose kernel ran, where each kernel is registered and written,
     the memory the allocator handed out and the slowest kernels.
 
     \b
-    onboard trace -- python repro.py ARGS
-    onboard trace -c "torch.zeros(3, 4)"      (torch is imported for the code)
-    onboard trace --json -- python -m mypkg.train
+    Examples:
+      onboard trace -- python repro.py
+      onboard trace -c "torch.zeros(3, 4)"      # torch is imported for the code
+      onboard trace --depth 1 --filter 'aten::(mm|addmm)' -- python repro.py
+      onboard trace --json -- python -m mypkg.train
     """
+    from onboard.commands._common import finish
+    from onboard.views import trace as view
+    from onboard.workflows.trace.profile import TraceRequest
     from onboard.workflows.trace.profile import trace as run_trace
 
-    return run_program(
-        run_trace,
-        program,
-        as_json,
-        verbose,
-        depth=depth,
-        filter=filter_,
-    )
+    result = run_trace(TraceRequest(command=after_dashes(), **parsed), reporter(as_json, verbose))
+    return finish(result, view.render, as_json, verbose)

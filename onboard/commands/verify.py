@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
-from onboard.commands._common import common_options, reporter, workspace_option
+from onboard.commands import options
+from onboard.commands._common import reporter
 
 
 @click.command()
-@workspace_option
-@common_options
+@options.workspace()
+@options.output()
 def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
     """Check the workspace by running its `nox -f WS/noxfile.py -s verify`: the
     checkout's commit, the IDE/debugger files, the build-prefix mapping, and every
@@ -17,22 +18,15 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
 
     Exit status: 0 all checks passed or could not be run here (said so), 1 a check
     failed.
-    """
-    from onboard import transaction
-    from onboard import workspace as ws_mod
-    from onboard.console import emit
-    from onboard.workflows.verify import verify_via_nox
 
-    ws = ws_mod.require(workspace, writing=True)
-    report = reporter(as_json, verbose)
-    # One writer at a time: verify compiles into the workspace's cache and
-    # writes its report there; the nox session it starts shares this lock.
-    with transaction.in_workspace(
-        ws.root,
-        command="verify",
-        reporter=report,
-    ) as tx:
-        tx.watch(ws.checkout_path)
-        result = verify_via_nox(ws, reporter=report)
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0 if result.ok else 1
+    \b
+    Examples:
+      onboard verify                          # in (or under) a workspace
+      onboard verify --workspace ~/pt-ws --json
+    """
+    from onboard.commands._common import finish
+    from onboard.views import verify as view
+    from onboard.workflows.verify import verify as run_verify
+
+    result = run_verify(workspace, reporter(as_json, verbose))
+    return finish(result, view.render, as_json, verbose)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from onboard.commands._common import common_options, python_option, reporter, workspace_option
+from onboard.commands import options
+from onboard.commands._common import reporter
 
 
 @click.command("where")
@@ -16,35 +19,27 @@ from onboard.commands._common import common_options, python_option, reporter, wo
     "commit (~30-60 s once), to show the generated registration lines.",
 )
 @click.option("--refresh", is_flag=True, help="Rebuild the cached indexes and live answers.")
-@workspace_option
-@python_option
-@common_options
-def where(
-    op: str,
-    generated: bool,
-    refresh: bool,
-    workspace: str | None,
-    python: str | None,
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@options.workspace()
+@options.python()
+@options.output()
+def where(op: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Show where OP lives: Python entry points, native_functions.yaml entries, the live
     dispatch table, kernels, DispatchStub, derivative formula and OpInfo, each as
     path:line and a GitHub link at the installed commit.
 
     OP is an aten name (`trunc`, `aten::mm.out`) or a Python name
     (`torch.nn.functional.linear`, `Tensor.trunc`).
+
+    \b
+    Examples:
+      onboard where trunc                     # the op's whole anatomy
+      onboard where aten::mm.out --json
+      onboard where torch.nn.functional.linear
+      onboard where trunc --generated         # also the generated registration lines
     """
-    from onboard.console import emit
+    from onboard.commands._common import finish
+    from onboard.views import where as view
     from onboard.workflows.where import where as run_where
 
-    result = run_where(
-        op,
-        workspace=workspace,
-        python=python,
-        generated=generated,
-        refresh=refresh,
-        reporter=reporter(as_json, verbose),
-    )
-    emit(result, as_json=as_json, verbose=verbose)
-    return 0
+    result = run_where(op, reporter=reporter(as_json, verbose), **parsed)
+    return finish(result, view.render, as_json, verbose)

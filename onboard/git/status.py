@@ -111,8 +111,8 @@ class PendingState:
     """The ``TreeState`` of ``root`` with its `git status` already running: ``result()``
     waits for git and stats the changed files (None outside a git work tree's top).
 
-    (A process, not a thread: a thread of ours would compete with the imports and
-    the cache read it is meant to overlap, for the interpreter's one lock.)"""
+    (A process, not a thread: a thread of ours would compete with the cache read it
+    is meant to overlap, for the interpreter's one lock.)"""
 
     def __init__(self, root: Path) -> None:
         self._root = root
@@ -142,11 +142,6 @@ class PendingState:
             except OSError:
                 stats[rel] = None
         return TreeState(head, stats)
-
-    @property
-    def pid(self) -> int | None:
-        """The `git status` process (None: none was started, not a git work tree)."""
-        return self._status.pid if self._status is not None else None
 
     def stop(self) -> None:
         """No answer wanted any more (the run failed on something else)."""
@@ -188,10 +183,6 @@ class PendingStatus:
                 return None
             paths = sorted({p for p in paths if not p.endswith("/")} | set(inside[1]))
         return head, paths
-
-    @property
-    def pid(self) -> int:
-        return self._running.pid
 
     def stop(self) -> None:
         self._running.stop()

@@ -15,14 +15,16 @@ import os
 import select
 import shlex
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onboard import signals
+
+if TYPE_CHECKING:
+    import subprocess  # the type of what proc started; only proc starts processes
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from onboard import workspace
 from onboard.shell import quote
-from onboard.workflows.checkout import human_bytes
+from onboard.units import human_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -17,6 +17,7 @@ from pathlib import Path
 from onboard import git
 from onboard.errors import BadInput, OnboardError, ProcTimeout
 from onboard.report import Reporter
+from onboard.units import human_bytes
 
 DEFAULT_REMOTE = "https://github.com/pytorch/pytorch.git"
 DEFAULT_FETCH_TIMEOUT = 60.0  # seconds without any output from git before giving up
@@ -81,16 +82,6 @@ def check_commit_arg(commit: str) -> str:
     if not value or value.startswith("-") or any(c.isspace() for c in value):
         raise BadInput(f"--commit {commit!r} is not a commit sha or ref name.")
     return value.lower() if _FULL_SHA.match(value.lower()) else value
-
-
-def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 def fetch(

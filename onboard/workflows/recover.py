@@ -30,6 +30,11 @@ class RecoverResult:
     def nothing_to_do(self) -> bool:
         return not self.runs and not self.swept
 
+    @property
+    def exit_code(self) -> int:
+        """0: what could be undone was, and what could not is said (nothing to do too)."""
+        return 0
+
     def to_json(self) -> dict[str, object]:
         return {
             "scope": str(self.scope),
@@ -55,9 +60,9 @@ def _scope(
 
 
 def recover(
-    *, workspace_dir: str | None = None, repo: str | None = None, reporter: Reporter
+    *, workspace: str | None = None, repo: str | None = None, reporter: Reporter
 ) -> RecoverResult:
-    scope, what, ws = _scope(workspace_dir, repo)
+    scope, what, ws = _scope(workspace, repo)
     result = RecoverResult(scope)
     if not journals(scope) and ws is None:
         return result

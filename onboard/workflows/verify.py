@@ -36,8 +36,6 @@ from onboard.report import CHECK_LINE, Reporter
 from onboard.shell import quote
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.torchenv import TorchEnv
 
 PASSED = "passed"
@@ -110,6 +108,10 @@ class VerifyResult:
     def ok(self) -> bool:
         return not any(c.status == FAILED for c in self.checks)
 
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
     def counts(self) -> dict[str, int]:
         return {
             s.replace(" ", "_"): sum(c.status == s for c in self.checks)
@@ -131,17 +133,6 @@ class VerifyResult:
         return cls(
             Path(data["workspace"]),
             [Check(c["name"], c["status"], c["detail"]) for c in data.get("checks", [])],
-        )
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.console import status_table
-
-        rows = [(c.name, c.status, c.detail) for c in self.checks]
-        console.print(status_table(f"onboard verify: {self.workspace}", rows))
-        n = self.counts()
-        console.print(
-            f"{n['passed']} passed, {n['failed']} failed, {n['not_checked']} not checked"
-            + ("" if self.ok else " - fix the failed checks and run `nox -s verify` again.")
         )
 
 
@@ -196,6 +187,18 @@ def write_report(result: VerifyResult) -> Path:
     files.make_dirs(path.parent)
     files.write_text(path, json.dumps(result.to_json(), indent=2) + "\n")
     return path
+
+
+def verify(workspace_dir: str | None, reporter: Reporter) -> VerifyResult:
+    """`onboard verify`: the workspace's ``nox -s verify``, as the workspace's one writer."""
+    from onboard import transaction
+
+    ws = workspace.require(workspace_dir, writing=True)
+    # One writer at a time: verify compiles into the workspace's cache and
+    # writes its report there; the nox session it starts shares this lock.
+    with transaction.in_workspace(ws.root, command="verify", reporter=reporter) as tx:
+        tx.watch(ws.checkout_path)
+        return verify_via_nox(ws, reporter=reporter)
 
 
 def verify_via_nox(ws: workspace.Workspace, *, reporter: Reporter) -> VerifyResult:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,13 +29,12 @@ from onboard.errors import BadInput
 from onboard.proc import Leftover, left_note
 from onboard.report import Reporter
 from onboard.workflows.ab import runs, sides, startup, stats
+from onboard.workspace import find as find_workspace
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.workspace import Workspace
 
-__all__ = ["ABResult", "compare"]
+__all__ = ["ABRequest", "ABResult", "ab", "compare"]
 
 DEFAULT_BUDGET = 120.0
 MIN_ROUNDS = 5
@@ -107,6 +107,11 @@ class ABResult:
     def ok(self) -> bool:
         return self.same_output is not False
 
+    @property
+    def exit_code(self) -> int:
+        """1 when the outputs differ: a faster wrong answer is no improvement."""
+        return 0 if self.ok else 1
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
@@ -138,58 +143,8 @@ class ABResult:
             },
         }
 
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-        from rich.table import Table
-
-        console.print(f"[bold]A[/] = {escape(self.a.what)}")
-        console.print(f"[bold]B[/] = {escape(self.b.what)}")
-        if self.differences:
-            console.print(
-                "[bold yellow]A and B differ in more than the code[/], and the numbers below "
-                "measure that too:"
-            )
-            for line in self.differences:
-                console.print(f"  [yellow]-[/] {escape(line)}")
-        elif verbose:
-            console.print(
-                "[dim]A and B start alike: the same interpreter and flags, the same "
-                "environment, the same number of files compiled from source per run.[/]"
-            )
-        if self.same_output is False:
-            console.print(
-                "[bold red]The script's output differs between A and B[/] (a faster wrong "
-                "answer is not an improvement):"
-            )
-            console.print(self.output_diff, markup=False, highlight=False)
-        elif self.output_note:
-            console.print(f"[yellow]{escape(self.output_note)}[/]")
-        table = Table(title=f"{self.rounds} rounds, A B / B A alternating", title_justify="left")
-        for column in ("metric", "median A", "median B", "B/A", "95% interval", "verdict"):
-            table.add_column(column)
-        style = {stats.FASTER: "green", stats.SLOWER: "bold red"}
-        for m in self.metrics:
-            r = m.result
-            ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
-            interval = f"{r.low:.3f} - {r.high:.3f}" if r.low is not None else "-"
-            word = style.get(r.verdict)
-            verdict = f"[{word}]{escape(r.detail)}[/]" if word else escape(r.detail)
-            table.add_row(m.name, _num(r.median_a), _num(r.median_b), ratio, interval, verdict)
-        console.print(table)
-        for side in (self.a, self.b):
-            for note in side.notes:
-                console.print(f"[yellow]{side.label}:[/] {escape(note)}")
-        if self.noise.get("warning"):
-            console.print(f"[yellow]noise:[/] {escape(self.noise['warning'])}")
-        for note in self.notes:
-            console.print(f"[dim]note:[/] {escape(note)}")
-
 
 _OWN = (runs.WALL, runs.PEAK_RSS, runs.CUDA_MEMORY)
-
-
-def _num(value: float) -> str:
-    return f"{value:.4g}"
 
 
 def _outputs(done: list[runs.Run]) -> tuple[bool | None, str, str]:
@@ -300,6 +255,42 @@ def _sweep(ws: Workspace | None) -> list[str]:
     ]
     worktrees.sweep_dead_runs(ws.root / worktrees.RUNS)
     return notes
+
+
+@dataclass(frozen=True, kw_only=True)
+class ABRequest:
+    """`onboard ab`: ``script`` with ``script_args`` on sides ``a`` and ``b``
+    (``sides``), for exactly ``rounds`` rounds or as many as ``budget`` seconds allow,
+    each run at most ``timeout`` seconds. ``python``: the interpreter of the sides
+    (None: the workspace's, else the one running onboard); ``workspace``: as given with
+    --workspace (None: found from the current folder)."""
+
+    script: str
+    script_args: Sequence[str] = ()
+    a: str = sides.INSTALLED
+    b: str = sides.WORKSPACE
+    rounds: int | None = None
+    budget: float = DEFAULT_BUDGET
+    timeout: float = 600.0
+    workspace: str | None = None
+    python: str | None = None
+
+
+def ab(request: ABRequest, reporter: Reporter) -> ABResult:
+    """The workspace and the interpreter, then ``compare``."""
+    ws = find_workspace(request.workspace)
+    return compare(
+        Path(request.script),
+        ws=ws,
+        python=request.python or (ws.python if ws is not None else sys.executable),
+        a=request.a,
+        b=request.b,
+        args=list(request.script_args),
+        rounds=request.rounds,
+        budget=request.budget,
+        timeout=request.timeout,
+        reporter=reporter,
+    )
 
 
 def compare(

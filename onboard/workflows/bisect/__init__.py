@@ -12,7 +12,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from onboard import git, transaction, workspace
 from onboard.cache import writable_cache_dir
@@ -23,6 +22,7 @@ from onboard.workflows.bisect.builds import MODES, Builder, require_session_for_
 from onboard.workflows.bisect.commits import CommitBisector, Terms
 from onboard.workflows.bisect.guard import Original, RepoGuard, check_startable, stamp
 from onboard.workflows.bisect.model import BisectResult, CommitBisect, CommitInfo, Step, WheelBisect
+from onboard.workflows.bisect.request import BisectRequest
 from onboard.workflows.bisect.runner import ReproRunner, gpu_available, uses_cuda
 from onboard.workflows.bisect.wheels import (
     VenvCache,
@@ -33,6 +33,7 @@ from onboard.workflows.bisect.wheels import (
 )
 
 __all__ = [
+    "BisectRequest",
     "BisectResult",
     "CommitBisect",
     "CommitInfo",
@@ -135,78 +136,42 @@ def _log_path(repo: Path, ws: workspace.Workspace | None, run_stamp: str) -> Pat
     return git.repository.git_dir(repo) / f"onboard-bisect-{run_stamp}.log"
 
 
-class _PlainText(Reporter):
-    """Forwards to a rich reporter with markup escaped: commit subjects such as
-    ``[inductor] Fix ...`` and build output are text, not rich markup."""
-
-    def __init__(self, inner: Reporter) -> None:
-        super().__init__(messages=inner.messages, verbose=inner.verbose)
-        self._inner = inner
-
-    def step(self, message: str) -> None:
-        from rich.markup import escape
-
-        self._inner.step(escape(message))
-
-    def detail(self, message: str) -> None:
-        from rich.markup import escape
-
-        self._inner.detail(escape(message))
-
-    def task(self, description: str, total: float | None = None) -> Any:
-        return self._inner.task(description, total)
-
-
-def run_bisect(
-    repro: str | Path,
-    *,
-    good: str,
-    bad: str = "HEAD",
-    repeat: int = 1,
-    timeout: float | None = None,
-    term_old: str | None = None,
-    term_new: str | None = None,
-    on_crash: str = "bad",
-    build: str = "auto",
-    first_parent: bool = True,
-    wheels: bool = False,
-    package: str = "torch",
-    index_url: str | None = None,
-    find_links: str | None = None,
-    repo: str | None = None,
-    workspace_dir: str | None = None,
-    python: str | None = None,
-    reporter: Reporter | None = None,
-    venv_root: Path | None = None,
-) -> BisectResult:
-    reporter = reporter or Reporter()
-    if type(reporter) is not Reporter:
-        reporter = _PlainText(reporter)
-    repro_path = Path(repro).expanduser().resolve()
-    if not repro_path.is_file():
-        raise BadInput(
-            f"The repro {repro} does not exist.",
-            next_step="Pass the path of a Python file that exits 0 when all is well and non-zero "
-            "when the problem shows.",
-        )
-    if repeat < 1:
+def _check(request: BisectRequest) -> Terms:
+    """Refuse what cannot work before anything is looked at; the terms to bisect with."""
+    if request.repeat < 1:
         raise BadInput("--repeat must be at least 1.", next_step="E.g. --repeat 3.")
-    if timeout is not None and timeout <= 0:
+    if request.timeout is not None and request.timeout <= 0:
         raise BadInput("--timeout must be a positive number of seconds.", next_step="E.g. 300.")
-    if on_crash not in ON_CRASH:
-        raise BadInput(f"--on-crash is bad or skip, not {on_crash!r}.", next_step="")
-    if build not in MODES:
-        raise BadInput(f"--build is never, auto or always, not {build!r}.", next_step="")
-    terms = terms_from(term_old, term_new)
-    if wheels and (good is None or bad in (None, "HEAD")):
+    if request.on_crash not in ON_CRASH:
+        raise BadInput(f"--on-crash is bad or skip, not {request.on_crash!r}.", next_step="")
+    if request.build not in MODES:
+        raise BadInput(f"--build is never, auto or always, not {request.build!r}.", next_step="")
+    terms = terms_from(request.term_old, request.term_new)
+    if request.wheels and (request.good is None or request.bad in (None, "HEAD")):
         raise BadInput(
             "--wheels needs release versions for both --good and --bad.",
             next_step="For example: `onboard bisect repro.py --wheels --good 2.11.0 --bad 2.13.0`.",
         )
+    return terms
 
-    ws = workspace.find(workspace_dir, writing=True)
-    repo_root = _resolve_repo(repo, ws, wheels)
-    interpreter = python or (ws.python if ws else None) or sys.executable
+
+def run_bisect(
+    request: BisectRequest, reporter: Reporter | None = None, *, venv_root: Path | None = None
+) -> BisectResult:
+    """``venv_root``: where the release venvs of ``wheels`` are kept (default: the cache)."""
+    reporter = reporter or Reporter()
+    repro_path = Path(request.repro).expanduser().resolve()
+    if not repro_path.is_file():
+        raise BadInput(
+            f"The repro {request.repro} does not exist.",
+            next_step="Pass the path of a Python file that exits 0 when all is well and non-zero "
+            "when the problem shows.",
+        )
+    terms = _check(request)
+
+    ws = workspace.find(request.workspace, writing=True)
+    repo_root = _resolve_repo(request.repo, ws, request.wheels)
+    interpreter = request.python or (ws.python if ws else None) or sys.executable
     if shutil.which(interpreter) is None and not Path(interpreter).is_file():
         raise BadInput(
             f"The interpreter {interpreter} was not found.",
@@ -229,23 +194,25 @@ def run_bisect(
 
     # With --wheels, a repository found only from the current folder may be the
     # user's own project: it is checked once its release tags are known to be there.
-    from_cwd = wheels and not repo and ws is None
+    from_cwd = request.wheels and not request.repo and ws is None
     original: Original | None = check_startable(repo_root) if repo_root and not from_cwd else None
     candidates: int | None = None
-    if repo_root is not None and not wheels:
-        old_sha = _resolve_rev(repo_root, good, "--good")
-        new_sha = _resolve_rev(repo_root, bad, "--bad")
-        candidates = _check_bounds(repo_root, good, bad, old_sha, new_sha, first_parent)
+    if repo_root is not None and not request.wheels:
+        old_sha = _resolve_rev(repo_root, request.good, "--good")
+        new_sha = _resolve_rev(repo_root, request.bad, "--bad")
+        candidates = _check_bounds(
+            repo_root, request.good, request.bad, old_sha, new_sha, request.first_parent
+        )
 
     result = BisectResult(
         repro=str(repro_path),
         python=interpreter,
-        repeat=repeat,
-        timeout=timeout,
-        on_crash=on_crash,
-        build=build,
+        repeat=request.repeat,
+        timeout=request.timeout,
+        on_crash=request.on_crash,
+        build=request.build,
     )
-    runner = ReproRunner(repro_path, interpreter, timeout, on_crash)
+    runner = ReproRunner(repro_path, interpreter, request.timeout, request.on_crash)
     try:
         if repo_root is not None and repro_path.is_relative_to(repo_root.resolve()):
             # The repro lives in the tree bisect rewrites: run a copy, the same at every step.
@@ -253,22 +220,10 @@ def run_bisect(
             copy.parent.mkdir(parents=True)
             shutil.copy2(repro_path, copy)
             runner.repro = copy
-        old_ref, new_ref = good, bad
-        if wheels:
+        old_ref, new_ref = request.good, request.bad
+        if request.wheels:
             result.wheels = _wheel_level(
-                package,
-                good,
-                bad,
-                index_url,
-                find_links,
-                interpreter,
-                ws,
-                venv_root,
-                runner,
-                reporter,
-                repeat,
-                terms,
-                gpu_why,
+                request, interpreter, ws, venv_root, runner, reporter, terms, gpu_why
             )
             w = result.wheels
             if repo_root is None:
@@ -299,17 +254,17 @@ def run_bisect(
                 original = check_startable(repo_root)
             old_sha = _resolve_rev(repo_root, old_ref, "--good")
             new_sha = _resolve_rev(repo_root, new_ref, "--bad")
-            candidates = _check_bounds(repo_root, old_ref, new_ref, old_sha, new_sha, first_parent)
+            candidates = _check_bounds(
+                repo_root, old_ref, new_ref, old_sha, new_sha, request.first_parent
+            )
         assert repo_root is not None and original is not None
         result.commits = _commit_level(
+            request,
             repo_root,
             ws,
             original,
             runner,
             reporter,
-            build,
-            repeat,
-            first_parent,
             terms,
             old_ref,
             new_ref,
@@ -349,26 +304,25 @@ def _check_bounds(
 
 
 def _wheel_level(
-    package: str,
-    good: str,
-    bad: str,
-    index_url: str | None,
-    find_links: str | None,
+    request: BisectRequest,
     python: str,
     ws: workspace.Workspace | None,
     venv_root: Path | None,
     runner: ReproRunner,
     reporter: Reporter,
-    repeat: int,
     terms: Terms,
     gpu_why: str,
 ) -> WheelBisect:
+    package, index_url, find_links = request.package, request.index_url, request.find_links
     py_version = python_version(python)
     versions = list_versions(package, index_url, find_links, py_version)
-    chosen = pick_range(versions, good, bad)
+    chosen = pick_range(versions, request.good, request.bad)
     root = venv_root or _default_venv_root(ws)
     venvs = VenvCache(root, package, python, py_version, index_url, find_links, reporter)
-    return WheelBisector(package, chosen, venvs, runner, reporter, repeat, terms.fix, gpu_why).run()
+    bisector = WheelBisector(
+        package, chosen, venvs, runner, reporter, request.repeat, terms.fix, gpu_why
+    )
+    return bisector.run()
 
 
 def _default_venv_root(ws: workspace.Workspace | None) -> Path:
@@ -378,14 +332,12 @@ def _default_venv_root(ws: workspace.Workspace | None) -> Path:
 
 
 def _commit_level(
+    request: BisectRequest,
     repo: Path,
     ws: workspace.Workspace | None,
     original: Original,
     runner: ReproRunner,
     reporter: Reporter,
-    build: str,
-    repeat: int,
-    first_parent: bool,
     terms: Terms,
     old_ref: str,
     new_ref: str,
@@ -402,7 +354,7 @@ def _commit_level(
         noxfile = candidate if candidate.is_file() else None
     builder = Builder(
         repo=repo,
-        mode=build,
+        mode=request.build,
         noxfile=noxfile,
         log_dir=log_path.with_suffix(""),
         reporter=reporter,
@@ -425,7 +377,15 @@ def _commit_level(
     ):
         tx.watch(repo)
         bisector = CommitBisector(
-            repo, runner, builder, reporter, guard, repeat, first_parent, terms, gpu_why
+            repo,
+            runner,
+            builder,
+            reporter,
+            guard,
+            request.repeat,
+            request.first_parent,
+            terms,
+            gpu_why,
         )
         result = bisector.run(old_ref, new_ref, old, new, original, candidates)
     result.log = guard.saved_log

@@ -72,7 +72,6 @@ class Builder:
     reporter: Reporter
     last_built: str | None = None  # the commit the build tree matches
     builds: int = 0
-    build_seconds: float = 0.0
     synced_submodules: bool = False
     _has_tree: bool | None = None
     _session_checked: bool = False
@@ -172,7 +171,6 @@ class Builder:
         )
         seconds = time.monotonic() - start
         self.builds += 1
-        self.build_seconds += seconds
         if code != 0:
             self.last_built = None  # half-built: the next commit needs a build whatever changed
             tail = next((ln for ln in reversed(last) if ln.strip()), "no output")

@@ -21,15 +21,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard import git
 from onboard.shell import quote
 from onboard.workflows.bisect.builds import BuildOutcome
 from onboard.workflows.bisect.runner import Verdict
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 PREFLIGHT = "preflight"
 BISECT = "bisect"
@@ -225,6 +222,14 @@ class WheelBisect:
     def executions(self) -> int:
         return sum(len(s.verdict.runs) for s in self.steps if s.verdict)
 
+    @property
+    def untestable_between(self) -> list[str]:
+        """The skipped releases between the last old and the first new one."""
+        if self.last_old is None or self.first_new is None:
+            return []
+        i, j = self.versions.index(self.last_old), self.versions.index(self.first_new)
+        return [v for v in self.versions[i + 1 : j] if v in self.skipped]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "package": self.package,
@@ -255,7 +260,7 @@ class BisectResult:
         if self.commits is not None:
             return self.commits.culprit is not None
         w = self.wheels
-        return bool(w and w.first_new and not _between(w))
+        return bool(w and w.first_new and not w.untestable_between)
 
     @property
     def exit_code(self) -> int:
@@ -281,103 +286,3 @@ class BisectResult:
             "executions": self.executions,
             "notes": self.notes,
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-        from rich.table import Table
-
-        if self.wheels is not None:
-            w = self.wheels
-            if w.first_new:
-                between = _between(w)
-                console.print(
-                    f"[bold]Releases:[/] {w.package} {w.last_old} is the last {_old_word(self)}, "
-                    f"{w.first_new} the first {_new_word(self)}"
-                    + (f" (untestable in between: {', '.join(between)})" if between else "")
-                )
-            if verbose:
-                console.print(_steps_table(w.steps, "release"))
-        c = self.commits
-        if c is not None:
-            if verbose:
-                console.print(_steps_table(c.steps, "commit"))
-            if c.culprit is not None:
-                _print_commit(console, c.culprit, f"first {c.term_new} commit")
-            elif c.possible:
-                console.print(
-                    f"[bold yellow]Could not pin one commit:[/] only skipped commits are left; the "
-                    f"first {c.term_new} commit is one of:"
-                )
-                for info in c.possible:
-                    pr = f"  #{info.pr}" if info.pr else ""
-                    console.print(f"  {info.sha[:12]}  {escape(info.subject)}{pr}")
-            for s in c.skipped:
-                console.print(f"[dim]skipped[/] {s.rev[:12]}: {escape(s.reason)}")
-            for s in c.flaky:
-                why = s.verdict.reason if s.verdict else ""
-                console.print(f"[yellow]flaky[/] {s.rev[:12]}: {escape(why)}")
-            table = Table.grid(padding=(0, 2))
-            each = f", {self.repeat} runs each" if self.repeat > 1 else ""
-            table.add_row(
-                "repro runs", f"{c.executions} (about {c.expected_steps} steps + 2 checks{each})"
-            )
-            table.add_row("builds", str(c.builds))
-            if c.log:
-                table.add_row("bisect log", f"{c.log}  (replay: {c.replay})")
-            table.add_row("checkout", f"back on {c.restored_to}")
-            console.print(table)
-        for note in self.notes + (self.commits.notes if self.commits else []):
-            console.print(f"[yellow]note:[/] {escape(note)}")
-
-
-def _between(w: WheelBisect) -> list[str]:
-    if w.last_old is None or w.first_new is None:
-        return []
-    i, j = w.versions.index(w.last_old), w.versions.index(w.first_new)
-    return [v for v in w.versions[i + 1 : j] if v in w.skipped]
-
-
-def _old_word(result: BisectResult) -> str:
-    return result.commits.term_old if result.commits else "old (repro state at --good)"
-
-
-def _new_word(result: BisectResult) -> str:
-    return result.commits.term_new if result.commits else "new"
-
-
-def _print_commit(console: Console, info: CommitInfo, title: str) -> None:
-    from rich.markup import escape
-
-    console.print(f"[bold green]{title}:[/] {info.sha}")
-    console.print(f"  {escape(info.subject)}")
-    if info.pr_url:
-        console.print(f"  PR #{info.pr}: {info.pr_url}")
-    console.print(f"  author: {escape(info.author)} <{escape(info.author_email)}>, {info.date}")
-    console.print(f"  commit: {info.url}")
-    shown = list(info.files[:15])
-    console.print(
-        "  files: " + ("; ".join(escape(f.replace("\t", " ")) for f in shown) or "(none)")
-    )
-    if len(info.files) > 15:
-        console.print(f"  ... and {len(info.files) - 15} more")
-
-
-def _steps_table(steps: list[Step], what: str) -> Any:
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"{what} steps", show_lines=False)
-    for col in ("#", what, "phase", "mark", "runs", "seconds", "note"):
-        table.add_column(col)
-    for i, s in enumerate(steps, 1):
-        runs = s.verdict.summary() if s.verdict else "-"
-        table.add_row(
-            str(i),
-            s.rev[:12] if what == "commit" else s.rev,
-            s.phase,
-            s.mark,
-            runs,
-            f"{s.seconds:.1f}",
-            escape(s.reason or s.label)[:80],
-        )
-    return table

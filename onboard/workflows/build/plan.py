@@ -85,6 +85,11 @@ class BuildPlan:
         return all(c.ok for c in self.preflight)
 
     @property
+    def exit_code(self) -> int:
+        """`onboard build --dry-run`: 1 when the pre-flight would stop the build."""
+        return 0 if self.ok else 1
+
+    @property
     def failures(self) -> tuple[Check, ...]:
         return tuple(c for c in self.preflight if not c.ok)
 

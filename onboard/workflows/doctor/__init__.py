@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from onboard import git, torchenv
+from onboard.errors import BadInput
 from onboard.report import Reporter
 from onboard.shell import quote
 from onboard.torchenv import TorchEnv
@@ -28,14 +30,49 @@ from onboard.workflows.doctor.report import (
     build_facts,
     short_message,
 )
+from onboard.workflows.program import ProgramOptions
 from onboard.workspace import Workspace
+from onboard.workspace import find as find_workspace
 
-__all__ = ["DoctorReport", "Finding", "diagnose", "ERROR", "WARNING", "INFO"]
+__all__ = [
+    "DoctorReport",
+    "DoctorRequest",
+    "Finding",
+    "diagnose",
+    "doctor",
+    "ERROR",
+    "WARNING",
+    "INFO",
+]
 
 # CMakeCache.txt records the source folder it was configured for.
 _CMAKE_HOME_RE = re.compile(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", re.MULTILINE)
 # torch/version.py, written by tools/generate_torch_version.py at build time.
 _VERSION_PY_RE = re.compile(r"^git_version\s*=\s*['\"]([^'\"]*)['\"]", re.MULTILINE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DoctorRequest(ProgramOptions):
+    """`onboard doctor`: the torch of ``python``, and why a compiled extension will not
+    load: ``import_module`` imported after torch, or the ``command`` run; not both."""
+
+    import_module: str | None = None
+
+
+def doctor(request: DoctorRequest, reporter: Reporter) -> DoctorReport:
+    if request.command is not None and request.import_module is not None:
+        raise BadInput(
+            "Both --import and a command after `--` were given.",
+            next_step="Run either `onboard doctor --import MODULE` or "
+            "`onboard doctor -- python script.py`.",
+        )
+    return diagnose(
+        request.python,
+        find_workspace(request.workspace),
+        reporter,
+        import_module=request.import_module,
+        command=list(request.command) if request.command is not None else None,
+    )
 
 
 def diagnose(
@@ -111,8 +148,6 @@ def _command_interpreter(command: list[str], python: str | None) -> tuple[list[s
     """The interpreter a command runs: --python replaces a leading `python`, else the
     `python` on PATH is the one probed (not onboard's own)."""
     if not command:
-        from onboard.errors import BadInput
-
         raise BadInput(
             "No command was given after `--`.",
             next_step="Run `onboard doctor -- python script.py` or "

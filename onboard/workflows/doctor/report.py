@@ -1,14 +1,12 @@
-"""The doctor's result: the probed facts and the findings, as a table or as JSON."""
+"""The doctor's result: the probed facts and the findings (drawn by
+``onboard/views/doctor.py``; ``to_json`` for --json)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard.torchenv import TorchEnv
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 ERROR = "error"
 WARNING = "warning"
@@ -90,40 +88,6 @@ class DoctorReport:
     def rows(self) -> list[tuple[str, str]]:
         return fact_rows(self.facts)
 
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.table import Table
-
-        table = Table(title="torch in this interpreter", show_header=False, title_justify="left")
-        table.add_column("fact", style="bold")
-        table.add_column("value", overflow="fold")
-        for name, value in self.rows():
-            table.add_row(name, value)
-        console.print(table)
-        if verbose and self.facts.get("sys_path"):
-            console.print("[bold]sys.path[/] (import order):")
-            for entry in self.facts["sys_path"]:
-                console.print(f"  {entry}")
-        if not self.findings:
-            console.print("[green]No problems found.[/]")
-            return
-        styles = {ERROR: "bold red", WARNING: "bold yellow", INFO: "bold blue"}
-        for f in self.findings:
-            console.print()
-            console.print(
-                f"[{styles[f.severity]}]{f.severity}[/] [bold]{f.title}[/] [dim]({f.id})[/]"
-            )
-            console.print(f"  [bold]why:[/] {f.why}")
-            console.print(f"  [bold]fix:[/] {f.fix}")
-            if verbose:
-                for line in f.details:
-                    console.print(f"    [dim]{line}[/]")
-        console.print()
-        acting = [f for f in self.findings if f.needs_action]
-        if acting:
-            console.print(f"[bold red]{len(acting)} finding(s) need action.[/]")
-        else:
-            console.print("[green]Nothing needs action[/] (the notes above are for information).")
-
 
 def short_message(message: str, limit: int = 240) -> str:
     """The loader's message on one line, ending with a period (the full one is in the JSON)."""
@@ -161,7 +125,7 @@ def debug_info_summary(env: TorchEnv) -> str:
 
 
 def build_facts(env: TorchEnv) -> dict[str, Any]:
-    """The stable JSON ``facts`` object (documented in the README)."""
+    """The stable JSON ``facts`` object (documented in docs/guide/doctor.md)."""
     py = env.python
     facts: dict[str, Any] = {
         "python": {

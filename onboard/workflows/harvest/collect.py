@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import git, proc
-from onboard.cache import Row, Sealed, read_sealed, sha1_hex, write_sealed
-from onboard.git.status import PendingState, TreeState
+from onboard.cache import Row, Sealed, cache_dir, read_sealed, sha1_hex, write_sealed
+from onboard.git.status import TreeState
 from onboard.report import Reporter
 from onboard.workflows.harvest import forms, rank
 from onboard.workflows.harvest.rank import Item
@@ -92,6 +92,18 @@ class Scan:
                     self.files[path].items = items
             self.items = list(self.items)
 
+    def changed_note(self) -> str | None:
+        """One line for the files that changed while harvest read the tree (None: none)."""
+        changed = self.changed_during_run
+        if not changed:
+            return None
+        shown = "; ".join(f"{path} {what}" for path, what in list(changed.items())[:5])
+        more = f"; and {len(changed) - 5} more" if len(changed) > 5 else ""
+        return (
+            f"{len(changed)} file(s) changed while harvest read the tree (a checkout or an "
+            f"edit elsewhere?): {shown}{more}. Run `onboard harvest` again for a settled tree."
+        )
+
     def _sum(self, what: Callable[[FileResult], int]) -> int:
         return sum(what(f) for f in self.files.values())
 
@@ -128,20 +140,26 @@ class Scan:
         return [f.path for f in self.files.values() if f.unterminated]
 
 
+def cache_folder(cache: Path | None | bool) -> Path | None:
+    """True: the user's cache (XDG_CACHE_HOME/onboard/harvest); a path: that folder;
+    False or None: no cache."""
+    if cache is True:
+        return cache_dir("harvest")
+    if cache is False or cache is None:
+        return None
+    return Path(cache)
+
+
 def gather(
     target: Target,
     *,
     searcher: str,
     cache: Path | None,
     reporter: Reporter,
-    status: PendingState | None = None,
     save_in_background: bool = False,
 ) -> Scan:
     """Every harvested comment of the tree, ranked (from the cache when it holds).
 
-    ``status``: the tree's state with its `git status` already running
-    (``git.status.start_tree_state``, called before this module was imported, or
-    before Click by ``headstart``), so that git and the imports overlap.
     ``save_in_background``: a changed result is written to the cache by a detached
     copy of this process once this run has answered (``proc.detach_after_run``).
     """
@@ -156,13 +174,16 @@ def gather(
     t0 = time.monotonic()
     state: TreeState | None = None
     if cache is not None and searcher == "auto":  # an explicit --searcher means: run that one
-        # `git status` runs in its own process while the stored result is read.
-        pending = status or git.status.start_tree_state(target.root)
-        sealed = read_sealed(_cache_file(target, cache), HEADER_SHAPE)
-        # Read before `git status` answers (the usual case is a hit, and the
-        # two overlap); whether it is of this HEAD is checked after.
-        stored = _stored(target, sealed) if sealed is not None else None
-        state = pending.result()
+        # `git status` runs in its own process while the stored result is read
+        # (the usual case is a hit, and the two overlap); whether that result is
+        # of this HEAD is checked once git answers.
+        pending = git.status.start_tree_state(target.root)
+        try:
+            sealed = read_sealed(_cache_file(target, cache), HEADER_SHAPE)
+            stored = _stored(target, sealed) if sealed is not None else None
+            state = pending.result()
+        finally:
+            pending.stop()  # (nothing to stop once it answered)
         if state is not None and stored is not None and stored[0].head == state.head:
             result = _reuse(target, stored[1], stored[0], state, reporter)
             if result is not None:

@@ -180,6 +180,29 @@ def blame(
     return calls
 
 
+def blame_ages(
+    root: Path, items: Iterable[Item], *, is_reference: bool, head: str | None, cache: Path | None
+) -> str | None:
+    """Each item's blame (commit, author, age) where this checkout's history can say;
+    the note when it cannot, or only in part (None: it can)."""
+    hist = history(root, is_reference=is_reference, head=head, cache=cache)
+    blame(root, items, hist, cache)
+    return hist.note
+
+
+def blame_comment(root: Path, item: Item, *, now: float | None = None) -> list[dict[str, Any]]:
+    """Each line of one comment with its commit, author and age (``OnboardError``: git
+    could not blame the file)."""
+    from onboard import git
+
+    porcelain = git.blame.blame_porcelain(root, item.path, [(item.line, item.end_line)])
+    now = time.time() if now is None else now
+    return [
+        {"line": line, **_with_age(info, now)}
+        for line, info in sorted(parse_porcelain(porcelain).items())
+    ]
+
+
 def _line_key(root: Path, item: Item) -> str:
     try:
         st = (root / item.path).stat()

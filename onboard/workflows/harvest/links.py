@@ -13,9 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from onboard.cache import read_valid, sha1_hex, write_json
+from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.target import Target
 
 _SHAPE = {"key": str, "changes": {str: str}}
+
+
+def add_links(
+    target: Target, items: list[Item], *, head: str | None, cache: Path | None, reuse: bool
+) -> None:
+    """Each item's ``url``: its line on GitHub at the installed commit."""
+    if not items:
+        return
+    changes = local_changes(target, head, cache, reuse=reuse)
+    for item in items:
+        item.url = target.url(item.path, item.line, changes)
 
 
 def local_changes(

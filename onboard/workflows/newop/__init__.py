@@ -20,15 +20,14 @@ from onboard.report import Reporter
 from onboard.shell import quote
 from onboard.workflows.newop import family as families
 from onboard.workflows.newop import names
-from onboard.workflows.newop.plan import Plan, build, print_dry_run, unified_diff
+from onboard.workflows.newop.plan import Plan, build, unified_diff
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.workflows.newop.practice import PracticeResult
+    from onboard.workflows.newop.reveal import RevealResult
     from onboard.workspace import Workspace
 
-__all__ = ["NewOpResult", "scaffold", "branch_name"]
+__all__ = ["NewOpResult", "new_op", "scaffold", "branch_name"]
 
 
 def branch_name(name: str) -> str:
@@ -58,6 +57,11 @@ class NewOpResult:
     seconds: float = 0.0
     next_steps: list[str] = field(default_factory=list)
 
+    @property
+    def exit_code(self) -> int:
+        """0: what could not be written is an error (exit 1 or 2), not a result."""
+        return 0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": True,
@@ -77,35 +81,32 @@ class NewOpResult:
             "seconds": round(self.seconds, 3),
         }
 
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
 
-        if self.dry_run:
-            print_dry_run(console, self.diff, len(self.plan.changes))
-        fam = self.plan.family
-        like = f", like {fam.like}" if fam.like else ""
-        at = f" at {self.commit[:12]}" if self.commit else ""
-        verb = "would write" if self.dry_run else "wrote"
-        console.print(
-            f"[bold]aten::{self.name}[/] ({fam.kind}{like}): {verb} {len(self.plan.changes)} "
-            f"files on branch {escape(self.branch)}{at} in {escape(str(self.checkout))}"
+def new_op(
+    name: str,
+    *,
+    workspace: str | None = None,
+    kind: str | None = None,
+    like: str | None = None,
+    dry_run: bool = False,
+    reveal: bool = False,
+    reporter: Reporter | None = None,
+) -> NewOpResult | PracticeResult | RevealResult:
+    """`onboard new-op`: ``scaffold`` in the workspace's checkout or, with ``reveal``,
+    how PyTorch itself writes the existing op NAME (writing nothing)."""
+    from onboard.workspace import require
+
+    ws = require(workspace, writing=True)
+    if not reveal:
+        return scaffold(ws, name, kind=kind, like=like, dry_run=dry_run, reporter=reporter)
+    if like or dry_run:
+        raise BadInput(
+            "--reveal shows an existing op and writes nothing; it takes no --like or --dry-run.",
+            next_step=f"Run `onboard new-op {name} --reveal`.",
         )
-        for c in self.plan.changes:
-            action = "new " if c.created else ""
-            console.print(f"  {escape(c.path)}:{c.line}  {action}{c.role} [dim]({c.where})[/]")
-        if self.plan.unplaced:
-            console.print("[bold yellow]Not placed[/] (this checkout lacks them):")
-            for u in self.plan.unplaced:
-                console.print(f"  {escape(u.path)}: {u.role}: {escape(u.reason)}")
-        for note in self.plan.notes:
-            console.print(f"[dim]note:[/] {escape(note)}")
-        if verbose:
-            console.print(
-                f"family: meta builder {fam.meta_builder}, integers: {fam.int_path}, floating "
-                f"dtypes: {', '.join(fam.float_dtypes)}, stub {fam.stub_type} in {fam.header}"
-            )
-        for step in self.next_steps:
-            console.print(f"next: {escape(step)}")
+    from onboard.workflows.newop.reveal import reveal as reveal_op
+
+    return reveal_op(ws, name)
 
 
 def scaffold(

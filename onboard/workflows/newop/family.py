@@ -39,7 +39,7 @@ class Family:
     header: str  # repo path of the header that declares the stub
     stub_type: str  # "unary_fn" | "structured_binary_fn"
     sibling: str  # the op next to which the new entries are placed
-    int_path: str
+    int_path: str  # one of INT_PATHS
     float_dtypes: tuple[str, ...] = FLOAT_DTYPES
     variants: str = "function, method"
     like: str | None = None
@@ -149,15 +149,6 @@ def pattern_of(
             practice,
         )
     return op_kind, blocks
-
-
-def likable(yaml_text: str, op: str) -> bool:
-    """Whether ``--like op`` passes the yaml checks (what a suggestion must know)."""
-    try:
-        pattern_of(yaml_text, op)
-    except BadInput:
-        return False
-    return True
 
 
 def like(

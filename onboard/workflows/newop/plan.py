@@ -366,9 +366,3 @@ def unified_diff(plan: Plan) -> str:
             )
         )
     return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)
-
-
-def print_dry_run(console: Any, diff: str, files: int) -> None:
-    """The unified diff of a dry run, and that nothing was written."""
-    console.print(diff, markup=False, highlight=False, end="")
-    console.print(f"[dim]Dry run: nothing was written ({files} files).[/]")

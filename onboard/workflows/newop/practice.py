@@ -32,13 +32,10 @@ from onboard.workflows.newop.plan import (
     FileChange,
     Plan,
     camel,
-    print_dry_run,
     unified_diff,
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.workspace import Workspace
 
 MARKER = "PRACTICE(onboard)"
@@ -178,6 +175,11 @@ class PracticeResult:
     seconds: float = 0.0
     next_steps: list[str] = field(default_factory=list)
 
+    @property
+    def exit_code(self) -> int:
+        """0: what could not be written is an error (exit 1 or 2), not a result."""
+        return 0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": True,
@@ -201,30 +203,6 @@ class PracticeResult:
             "next_steps": list(self.next_steps),
             "seconds": round(self.seconds, 3),
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-
-        from onboard.console import markdown
-
-        if self.dry_run:
-            print_dry_run(console, self.diff, len(self.plan.changes))
-        verb = "would make" if self.dry_run else "made"
-        at = f" at {self.commit[:12]}" if self.commit else ""
-        console.print(
-            f"[bold]Practice on aten::{self.name}[/]: {verb} branch {escape(self.branch)}{at} "
-            f"in {escape(str(self.checkout))}; the judge is torch.{self.name} "
-            f"(torch {escape(self.torch_version)})"
-        )
-        for c in self.plan.changes:
-            action = c.action or ("new" if c.created else "edit")
-            console.print(f"  {escape(c.path)}:{c.line}  {action} {c.role} [dim]({c.where})[/]")
-        for note in self.plan.notes:
-            console.print(f"[dim]note:[/] {escape(note)}")
-        if self.guide and (verbose or not self.dry_run):
-            markdown(console, self.guide.split("\n", 1)[1])
-        for step in self.next_steps:
-            console.print(f"next: {escape(step)}")
 
 
 def _dispatch_list(dtypes: list[str]) -> str:

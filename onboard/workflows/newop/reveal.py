@@ -23,8 +23,6 @@ from onboard.workflows.newop import family as families
 from onboard.workflows.newop import names, sites
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.workspace import Workspace
 
 _MAX_LINES = 40  # of one function shown
@@ -62,6 +60,10 @@ class RevealResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
+    @property
+    def exit_code(self) -> int:
+        return 0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": True,
@@ -73,21 +75,6 @@ class RevealResult:
             "notes": list(self.notes),
             "seconds": round(self.seconds, 3),
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-        from rich.syntax import Syntax
-
-        at = f" at {self.commit[:12]}" if self.commit else ""
-        console.print(f"[bold]How PyTorch writes aten::{self.name}[/]{at}")
-        for s in self.snippets:
-            console.print(f"\n[bold]{escape(s.what)}[/]  {escape(s.path)}:{s.line}")
-            lexer = "yaml" if s.path.endswith(".yaml") else "cpp"
-            console.print(Syntax(s.text, lexer, line_numbers=True, start_line=s.line))
-        for what, url in self.links:
-            console.print(f"{escape(what)}: {escape(url)}")
-        for note in self.notes:
-            console.print(f"[dim]note:[/] {escape(note)}")
 
 
 def _patterns(name: str) -> list[tuple[str, str]]:

@@ -13,12 +13,9 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard import proc
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 PASSED = "passed"
 FAILED = "failed"
@@ -65,15 +62,6 @@ class OpVerification:
             "steps": [s.to_json() for s in self.steps],
             "seconds": round(self.seconds, 2),
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.console import status_table
-
-        rows = [
-            (s.name, s.status, s.detail + (f" [{s.location}]" if s.location else ""))
-            for s in self.steps
-        ]
-        console.print(status_table(f"aten::{self.op}", rows))
 
 
 def fingerprint(*parts: object) -> str:

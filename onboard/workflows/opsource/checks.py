@@ -255,9 +255,6 @@ class CheckIndex:
     notes: list[str] = field(default_factory=list)  # what the index could not read from the tree
     _sites: list[Site] | None = None
 
-    def site_count(self) -> int:
-        return len(self.sites())
-
     def sites(self) -> list[Site]:
         if self._sites is None:
             self._sites = self._resolve()

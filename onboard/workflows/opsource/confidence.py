@@ -30,7 +30,6 @@ HIGH = "high"
 MEDIUM = "medium"
 LOW = "low"
 NONE = "none"
-LEVELS = (CERTAIN, HIGH, MEDIUM, LOW, NONE)
 # Below this share of the message the best site's text explains, the rest
 # could be another site's words as easily as runtime values.
 MIN_COVERAGE = 0.6

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 CPP_SUFFIXES = (".cpp", ".cc", ".c", ".h", ".hpp", ".cu", ".cuh", ".mm")
@@ -229,8 +228,3 @@ def read(path: Path) -> str:
     if text.startswith(INSTALLED_HEADER_GUARD):
         text = text.split("\n", 1)[1] if "\n" in text else ""
     return text
-
-
-def iter_lines_before(lines: list[str], index: int) -> Iterator[tuple[int, str]]:
-    for i in range(index, -1, -1):
-        yield i, lines[i]

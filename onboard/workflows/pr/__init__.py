@@ -38,8 +38,6 @@ from onboard.workflows.pr.publish import (
 from onboard.workflows.reviews import suggest
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from onboard.workflows.newop.placeholders import Unwritten
 
 DEFAULT_UPSTREAM = "pytorch/pytorch"
@@ -106,95 +104,6 @@ class PrResult:
             "reminders": self.reminders,
             "notes": list(self.notes),
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from rich.markup import escape
-        from rich.rule import Rule
-
-        c = self.change
-        console.print(
-            f"[bold]{escape(c.branch)}[/]: {len(c.commits)} commit(s), {len(c.files)} file(s) "
-            f"since {escape(c.base)} ({c.merge_base[:12]})"
-        )
-        if verbose:
-            for k in c.commits:
-                console.print(f"  {k.sha[:12]} {escape(k.subject)}")
-            for f in c.files:
-                console.print(f"  {f.status} {escape(f.path)}")
-        console.print(f"Title: {escape(self.title)}")
-        lint_style = "red" if self.lint.errors else ("green" if self.lint.ran else "yellow")
-        console.print(f"Lint: [{lint_style}]{escape(self.lint.summary())}[/]")
-        for m in self.lint.messages[: (None if verbose else 10)]:
-            where = f"{m.path}:{m.line}" if m.line else m.path
-            console.print(
-                f"  {m.severity} {escape(where)} [{escape(m.code)}] {escape(m.description)}"
-            )
-        if self.tests:
-            console.print("Tests covering the change (not run by onboard):")
-            for t in self.tests:
-                missing = "" if t.present else " [dim](not in this checkout)[/]"
-                console.print(f"  {escape(t.command)}{missing}")
-        else:
-            console.print(
-                "[yellow]No test file maps to the changed paths[/]: "
-                "say in the test plan how you tested it."
-            )
-        console.print(
-            f"Label: [bold]{escape(self.label.label)}[/] ({escape(self.label.reason)}); "
-            f"without label rights comment: {escape(self.label.bot_comment)}"
-        )
-        for h in self.hazards:
-            console.print(
-                f"[bold yellow]Binary compatibility warning[/] ({h.kind}) "
-                f"{escape(h.path)}: {escape(h.message)}"
-            )
-            for line in h.lines:
-                console.print(f"    {escape(line)}")
-        if self.unwritten:
-            console.print(
-                f"[bold red]Not written yet[/]: {len(self.unwritten)} part(s) are still as "
-                "`onboard new-op` wrote them, and the PR would carry them:"
-            )
-            for u in self.unwritten:
-                console.print(f"    {escape(u.location)}: {escape(u.what)}")
-        if c.uncommitted:
-            console.print(
-                f"[yellow]{len(c.uncommitted)} uncommitted change(s) are NOT in the pull "
-                "request[/] (commit them and run `onboard pr` again):"
-            )
-            for line in c.uncommitted[:20]:
-                console.print(f"    {escape(line)}")
-        if self.reviewers:
-            console.print("Reviewers to consider (suggested only; onboard requests no one):")
-            for r in self.reviewers:
-                console.print(f"  {escape(r.login)}: {escape(r.why())}")
-        for note in self.notes:
-            console.print(f"[yellow]Note:[/] {escape(note)}")
-        if self.draft_backup:
-            console.print(f"Your edited draft was kept as {self.draft_backup}.")
-        if self.published is None:
-            title = f"{self.draft_path} (dry run: nothing sent)"
-            rule = min(console.width, max(100, len(title) + 8))  # a log has no width to fill
-            console.print(Rule(title), width=rule)
-            console.print(escape(self.draft_text), markup=True, highlight=False)
-            console.print(Rule(), width=rule)
-            issue = f" --issue {self.issue}" if self.issue else ""
-            if self.open_blocked:
-                console.print(f"Next: {escape(self.open_blocked)}")
-            else:
-                console.print(
-                    f"Next: `onboard pr --open{issue}` pushes the branch to your fork "
-                    "and opens this as a draft PR."
-                )
-        else:
-            p = self.published
-            verb = "Opened draft pull request" if p.action == "created" else "Updated pull request"
-            console.print(f"Draft: {self.draft_path}")
-            console.print(f"Pushed {escape(c.branch)} to {escape(p.remote)} ({escape(p.pushed)}).")
-            console.print(f"[bold green]{verb} #{p.number}[/]: {escape(p.url)}")
-            console.print(f"Add the label with a comment: {escape(self.label.bot_comment)}")
-            for r in self.reminders:
-                console.print(f"  - {escape(r)}")
 
 
 def run(

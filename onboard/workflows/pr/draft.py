@@ -122,13 +122,3 @@ def write_draft(path: Path, text: str) -> Path | None:
             files.write_text(backup, existing)
     files.write_text(path, _stamp(text))
     return backup
-
-
-def read_title_body(draft_text: str) -> tuple[str, str]:
-    """(title, body) back from a draft's text (used by tests and by humans' tools)."""
-    lines = draft_text.splitlines()
-    title_i = next(i for i, ln in enumerate(lines) if ln.startswith("# "))
-    end = next((i for i, ln in enumerate(lines) if ln.startswith("## onboard notes")), len(lines))
-    body = "\n".join(lines[title_i + 1 : end]).strip()
-    body = body.removesuffix("---").strip()
-    return lines[title_i][2:].strip(), body + "\n"

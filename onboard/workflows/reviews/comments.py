@@ -78,10 +78,6 @@ class ReviewComment:
             created_at=_str(data.get("created_at")),
         )
 
-    @property
-    def outdated(self) -> bool:
-        return self.line is None
-
     def anchor(self) -> list[str]:
         """The commented code: the last line of the hunk, or the last ``line -
         start_line + 1`` lines for a comment on several lines, without the diff marker."""

@@ -18,6 +18,7 @@ from typing import Any
 from onboard import cache, git
 from onboard.errors import OnboardError
 from onboard.report import Reporter
+from onboard.units import human_bytes
 from onboard.workflows.reviews import trailers
 from onboard.workflows.reviews.tree import Target, Tree
 
@@ -189,15 +190,6 @@ def _fetch(tree: Tree, since: str, reporter: Reporter) -> int:
         )
     reporter.step(f"fetched the history since {since}: {human_bytes(report.bytes_fetched)}")
     return report.bytes_fetched
-
-
-def human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 _DONE = {"key": str}

@@ -37,10 +37,6 @@ class MergeRule:
         return any(p in _CATCH_ALL for p in self.patterns)
 
     @property
-    def teams(self) -> tuple[str, ...]:
-        return tuple(a for a in self.approved_by if "/" in a)
-
-    @property
     def people(self) -> tuple[str, ...]:
         return tuple(a for a in self.approved_by if "/" not in a)
 

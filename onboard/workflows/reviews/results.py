@@ -1,11 +1,11 @@
 """What `onboard blame`, `onboard reviews` and `onboard reviews sync` answer: one
-dataclass each, feeding the rich view (`view.py`), the Markdown (`markdown.py`)
-and ``--json`` alike."""
+dataclass each, feeding the views (``onboard/views/reviews.py``, ``blame.py``), the
+Markdown (`markdown.py`) and ``--json`` alike."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard.github_cache import ApiStats
 from onboard.workflows.reviews.blame import Skipped
@@ -14,9 +14,6 @@ from onboard.workflows.reviews.comments import Review, Thread
 from onboard.workflows.reviews.history import Approval, HistoryState, Landed
 from onboard.workflows.reviews.merge_rules import MergeRule
 from onboard.workflows.reviews.tree import Target
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 
 @dataclass
@@ -123,11 +120,6 @@ class ReviewsResult:
             "notes": self.notes,
         }
 
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.workflows.reviews import view
-
-        view.reviews(self, console, verbose)
-
     def markdown(self) -> str:
         from onboard.workflows.reviews import markdown
 
@@ -193,11 +185,6 @@ class BlameResult:
             "notes": self.notes,
         }
 
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.workflows.reviews import view
-
-        view.blame(self, console, verbose)
-
     def markdown(self) -> str:
         from onboard.workflows.reviews import markdown
 
@@ -253,8 +240,3 @@ class SyncResult:
             "github": self.api.to_json(),
             "notes": self.notes,
         }
-
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.workflows.reviews import view
-
-        view.sync(self, console, verbose)

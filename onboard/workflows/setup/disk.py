@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard.errors import OnboardError
+from onboard.units import human_bytes
 from onboard.workflows import checkout as checkout_mod
 from onboard.workflows import reference_tree
 from onboard.workflows.setup.request import SetupRequest
@@ -34,8 +35,8 @@ def _check_free(path: Path, need: int, what: str) -> dict[str, Any]:
     free = shutil.disk_usage(probe_at).free
     if free < need:
         raise OnboardError(
-            f"{what} needs about {checkout_mod.human_bytes(need)} of disk, and only "
-            f"{checkout_mod.human_bytes(free)} is free at {probe_at}.",
+            f"{what} needs about {human_bytes(need)} of disk, and only "
+            f"{human_bytes(free)} is free at {probe_at}.",
             next_step="Free some space or pick a folder on another disk; "
             "`onboard setup DIR --from-wheel` needs far less (about 150 MB).",
         )

@@ -48,6 +48,10 @@ class SetupResult:
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
     def to_json(self) -> dict[str, Any]:
         """Keys: ok, state (created/resumed/unchanged), workspace, checkout,
         checkout_kind (clone/reference), commit (the torch source commit), commit_kind,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from onboard import proc
@@ -21,6 +22,7 @@ from onboard.errors import BadInput, NoWorkspace, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.paths import SourceLoc
+from onboard.workflows.program import ProgramOptions
 from onboard.workflows.stuck import processes, snapshot, tools, watch
 from onboard.workflows.stuck.diagnoses.common import Context
 from onboard.workflows.stuck.mapping import Mapper
@@ -31,27 +33,31 @@ DEFAULT_AFTER = 10.0
 BACKEND_HPP = "torch/csrc/distributed/c10d/Backend.hpp"
 
 
+@dataclass(frozen=True, kw_only=True)
+class StuckRequest(ProgramOptions):
+    """`onboard stuck`: exactly one of ``pid`` (a running process; its digits as typed
+    are checked here) or ``command`` (argv to run). The snapshot is taken once the
+    program made no progress for ``after`` seconds; ``timeout`` stops it (None: no
+    limit), ``kill`` stops it after the snapshot."""
+
+    pid: int | str | None = None
+    after: float = DEFAULT_AFTER
+    timeout: float | None = None
+    kill: bool = False
+
+
 def stuck(
-    *,
-    pid: int | None = None,
-    command: Sequence[str] | None = None,
-    after: float = DEFAULT_AFTER,
-    timeout: float | None = None,
-    kill: bool = False,
-    workspace: str | None = None,
-    python: str | None = None,
-    quiet_stdout: bool = False,
+    request: StuckRequest,
     reporter: Reporter | None = None,
+    *,
+    quiet_stdout: bool = False,
     on_snapshot: Callable[[Snapshot], None] | None = None,
 ) -> StuckResult:
-    """Exactly one of ``pid`` (a running process) or ``command`` (argv to run)."""
+    """``quiet_stdout``: the program's output goes to stderr (stdout is for --json);
+    ``on_snapshot`` sees each snapshot as it is taken."""
     reporter = reporter or Reporter()
-    if (pid is None) == (command is None):
-        raise BadInput(
-            "Give either a process id or a command after `--`.",
-            next_step="Run `onboard stuck -- python train.py` or `onboard stuck PID`.",
-        )
-    if after <= 0 or (timeout is not None and timeout <= 0):
+    pid = _pid(request)
+    if request.after <= 0 or (request.timeout is not None and request.timeout <= 0):
         raise BadInput(
             "--after and --timeout take a number of seconds above 0.",
             next_step="For example `onboard stuck --after 30 --timeout 3600 -- python train.py`.",
@@ -63,7 +69,7 @@ def stuck(
             next_step="Run `pip install pystack py-spy` in onboard's environment (pystack is "
             "Linux only), or install gdb.",
         )
-    ctx = _tree(workspace, python, reporter)
+    ctx = _tree(request.workspace, request.python, reporter)
     mapper = Mapper(ctx)
     context = Context(gpu=_gpu(), default_timeout=_default_timeout(ctx))
     notes = (
@@ -75,16 +81,32 @@ def stuck(
         ]
     )
     if pid is not None:
-        result = _attach(pid, stack_tools, mapper, context, kill, reporter)
+        result = _attach(pid, stack_tools, mapper, context, request.kill, reporter)
     else:
         result = _run(
-            list(command or []), python, stack_tools, mapper, context, after, timeout, kill,
-            quiet_stdout, reporter, on_snapshot or (lambda s: None),
+            list(request.command or []), request.python, stack_tools, mapper, context,
+            request.after, request.timeout, request.kill, quiet_stdout, reporter,
+            on_snapshot or (lambda s: None),
         )  # fmt: skip
     result.notes = notes + result.notes
     if ctx is not None:
         result.commit, result.workspace = ctx.ws.commit, str(ctx.ws.root)
     return result
+
+
+def _pid(request: StuckRequest) -> int | None:
+    """The process id, when one was given instead of a command."""
+    if (request.pid is None) == (request.command is None):
+        raise BadInput(
+            "Give a process id or a command after `--` (not both, not neither).",
+            next_step="Run `onboard stuck -- python train.py` or `onboard stuck PID`.",
+        )
+    if isinstance(request.pid, str) and not request.pid.isdigit():
+        raise BadInput(
+            f"{request.pid!r} is not a process id (a number).",
+            next_step="Find it with `pgrep -af python`, then run `onboard stuck PID`.",
+        )
+    return int(request.pid) if request.pid is not None else None
 
 
 def _tree(workspace: str | None, python: str | None, reporter: Reporter) -> TreeContext | None:
@@ -199,31 +221,33 @@ def _run(
         )
     if python and argv[0] in ("python", "python3"):
         argv[0] = python
-    reporter.step(
-        f"Running {shlex.join(argv)}; a snapshot when it makes no progress for {after:g} s, or "
-        f"on Ctrl-\\ / `kill -USR1 {os.getpid()}`"
-    )
-    child = proc.Passthrough(argv, stdout_to_stderr=quiet_stdout)
-    sampler = tools.find("py-spy")
-    progress = Progress(child.pid, after, sampler)
     result = StuckResult("run", shlex.join(argv))
-
-    def take(reason: str, at: float) -> Snapshot:
-        return snapshot.take(child.pid, stack_tools, mapper, context, reason=reason, after=at)
-
-    try:
-        watched = watch.watch(
-            child,
-            progress,
-            take,
-            timeout=timeout,
-            kill=kill,
-            interval=min(1.0, after / 5),
-            on_snapshot=on_snapshot,
+    with watch.on_demand() as asked:  # before the program starts, and before they are named
+        reporter.step(
+            f"Running {shlex.join(argv)}; a snapshot when it makes no progress for {after:g} s, "
+            f"or on Ctrl-\\ / `kill -USR1 {os.getpid()}`"
         )
-    finally:
-        if child.poll() is None and kill:
-            child.stop()
+        child = proc.Passthrough(argv, stdout_to_stderr=quiet_stdout)
+        sampler = tools.find("py-spy")
+        progress = Progress(child.pid, after, sampler)
+
+        def take(reason: str, at: float) -> Snapshot:
+            return snapshot.take(child.pid, stack_tools, mapper, context, reason=reason, after=at)
+
+        try:
+            watched = watch.watch(
+                child,
+                progress,
+                take,
+                asked=asked,
+                timeout=timeout,
+                kill=kill,
+                interval=min(1.0, after / 5),
+                on_snapshot=on_snapshot,
+            )
+        finally:
+            if child.poll() is None and kill:
+                child.stop()
     result.snapshots = watched.snapshots
     result.program_exit = watched.exit_code
     result.ended = watched.ended

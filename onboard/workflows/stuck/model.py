@@ -83,9 +83,6 @@ class Thread:
             out.append(frame)
         return out[::-1]
 
-    def has_native(self, *needles: str) -> bool:
-        return any(n in f.function for f in self.frames if f.kind == NATIVE for n in needles)
-
     def has_python(self, file_end: str, *functions: str) -> bool:
         return any(
             (f.file or "").endswith(file_end) and (not functions or f.function in functions)

@@ -29,20 +29,30 @@ class Watched:
     interrupted: bool = False
 
 
+@dataclass
+class Asked:
+    """Snapshots asked for with a signal, and the event that wakes the watch for them."""
+
+    reasons: list[str] = field(default_factory=list)
+    wake: threading.Event = field(default_factory=threading.Event)
+
+
 @contextlib.contextmanager
-def on_demand(asked: list[str], wake: threading.Event) -> Iterator[None]:
-    """SIGQUIT / SIGUSR1 ask for a snapshot for the length of the block."""
+def on_demand() -> Iterator[Asked]:
+    """SIGQUIT / SIGUSR1 ask for a snapshot for the length of the block: entered before
+    the program starts and onboard names them, since their default action ends onboard."""
+    asked = Asked()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield asked
         return
 
     def handler(signum: int, _frame: object) -> None:
-        asked.append(ON_DEMAND.get(signum, f"signal {signum}"))
-        wake.set()
+        asked.reasons.append(ON_DEMAND.get(signum, f"signal {signum}"))
+        asked.wake.set()
 
     old = {s: signal.signal(s, handler) for s in ON_DEMAND}
     try:
-        yield
+        yield asked
     finally:
         for number, previous in old.items():
             signal.signal(number, previous)
@@ -53,6 +63,7 @@ def watch(
     progress: Progress,
     take: Callable[[str, float], Snapshot],
     *,
+    asked: Asked,
     timeout: float | None,
     kill: bool,
     interval: float,
@@ -60,8 +71,6 @@ def watch(
 ) -> Watched:
     began = time.monotonic()
     out = Watched()
-    asked: list[str] = []
-    wake = threading.Event()
     stalled_once = False
 
     def snap(reason: str) -> None:
@@ -70,42 +79,41 @@ def watch(
         on_snapshot(snapshot)
         progress.moved()
 
-    with on_demand(asked, wake):
-        try:
-            while True:
-                code = child.poll()
-                if code is not None:
-                    out.exit_code = code
-                    out.ended = _how(code)
-                    return out
-                if asked:
-                    snap(f"asked for with {asked.pop(0)}")
-                elif timeout is not None and time.monotonic() - began > timeout:
-                    snap(f"--timeout: still running after {timeout:g} s")
-                    out.exit_code = child.stop()
-                    out.ended = f"stopped by onboard at --timeout ({timeout:g} s)"
-                    return out
-                else:
-                    progress.sample()
-                    reason = progress.stalled()
-                    # One automatic snapshot per run: a deadlock would repeat it every
-                    # window; Ctrl-\\ takes more on demand.
-                    if reason is not None and not stalled_once and child.poll() is None:
-                        snap(reason)
-                        stalled_once = True
-                if kill and out.snapshots:
-                    out.exit_code = child.stop()
-                    out.ended = "stopped by onboard after the snapshot (--kill)"
-                    return out
-                wake.wait(interval)
-                wake.clear()
-        except KeyboardInterrupt:
-            out.exit_code = child.stop()
-            out.ended = "stopped by Ctrl-C"
-            out.interrupted = True
-            if not out.snapshots:
-                raise
-            return out
+    try:
+        while True:
+            code = child.poll()
+            if code is not None:
+                out.exit_code = code
+                out.ended = _how(code)
+                return out
+            if asked.reasons:
+                snap(f"asked for with {asked.reasons.pop(0)}")
+            elif timeout is not None and time.monotonic() - began > timeout:
+                snap(f"--timeout: still running after {timeout:g} s")
+                out.exit_code = child.stop()
+                out.ended = f"stopped by onboard at --timeout ({timeout:g} s)"
+                return out
+            else:
+                progress.sample()
+                reason = progress.stalled()
+                # One automatic snapshot per run: a deadlock would repeat it every
+                # window; Ctrl-\\ takes more on demand.
+                if reason is not None and not stalled_once and child.poll() is None:
+                    snap(reason)
+                    stalled_once = True
+            if kill and out.snapshots:
+                out.exit_code = child.stop()
+                out.ended = "stopped by onboard after the snapshot (--kill)"
+                return out
+            asked.wake.wait(interval)
+            asked.wake.clear()
+    except KeyboardInterrupt:
+        out.exit_code = child.stop()
+        out.ended = "stopped by Ctrl-C"
+        out.interrupted = True
+        if not out.snapshots:
+            raise
+        return out
 
 
 def _how(code: int) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard import proc
 from onboard.errors import BadInput, OnboardError
@@ -21,9 +21,6 @@ from onboard.report import Reporter
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import backward_nodes, launch
 from onboard.workflows.trace.locations import Sources
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 MAX_NODES = 300
 DOT_HELP = (
@@ -90,31 +87,21 @@ class GraphResult(launch.ProgramResult):
             "svg": self.svg,
         }
 
-    def render(self, console: Console, verbose: bool) -> None:
-        if self.dot_only:
-            import sys
 
-            sys.stdout.write(self.dot)
-            return
-        from onboard.workflows.trace.render import render_graph
+@dataclass(frozen=True, kw_only=True)
+class GraphRequest(launch.LaunchOptions):
+    """`onboard graph`: the program, the module globals whose graph to draw
+    (``variables``; none: every tensor's), and how: Graphviz text (``dot``), also an SVG
+    file (``svg``)."""
 
-        render_graph(self, console, verbose)
+    variables: Sequence[str] = ()
+    dot: bool = False
+    svg: str | None = None
 
 
-def graph(
-    command: Sequence[str] | None = None,
-    *,
-    code: str | None = None,
-    variables: Sequence[str] = (),
-    workspace: str | None = None,
-    python: str | None = None,
-    workspace_build: bool = False,
-    dot: bool = False,
-    svg: str | None = None,
-    timeout: float = launch.DEFAULT_TIMEOUT,
-    reporter: Reporter | None = None,
-) -> GraphResult:
+def graph(request: GraphRequest, reporter: Reporter | None = None) -> GraphResult:
     reporter = reporter or Reporter()
+    svg = request.svg
     dot_exe = proc.which("dot") if svg else None
     # Said before the program runs, so it is not run for nothing.
     if svg and not Path(svg).resolve().parent.is_dir():
@@ -126,12 +113,10 @@ def graph(
         raise OnboardError(
             f"--svg {svg} needs Graphviz's `dot` program, which is not on PATH.", next_step=DOT_HELP
         )
-    program = launch.parse(
-        command, code, python=python, workspace_build=workspace_build, workspace=workspace
-    )
-    request = {"vars": list(variables), "max_nodes": MAX_NODES}
+    program = launch.program(request)
+    ask = {"vars": list(request.variables), "max_nodes": MAX_NODES}
     ran = launch.run(
-        program, "_graph_child.py", request, timeout=timeout, reporter=reporter, what="Running"
+        program, "_graph_child.py", ask, timeout=request.timeout, reporter=reporter, what="Running"
     )
     answer = ran.answer
     tensors: dict[str, dict[str, Any]] = answer.get("tensors") or {}
@@ -146,7 +131,7 @@ def graph(
         ran, program, did_something=bool(tensors), what="no tensor in its module globals"
     )
     raw_nodes = answer.get("nodes") or []
-    sources = Sources.open(workspace, program.python, answer["torch"], reporter)
+    sources = Sources.open(request.workspace, program.python, answer["torch"], reporter)
     entries = backward_nodes.index(sources.ctx.yaml().derivatives)
     result = GraphResult(
         **launch.ProgramResult.ran(ran, program, sources.commit),
@@ -174,7 +159,7 @@ def graph(
     if limitation:
         result.notes.append(limitation)
     result.dot = to_dot(result)
-    result.dot_only = dot
+    result.dot_only = request.dot
     if svg and dot_exe:
         proc.run(
             [dot_exe, "-Tsvg", "-o", svg],

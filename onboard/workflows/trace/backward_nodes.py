@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 FUNCTIONS_H = "torch/csrc/autograd/generated/Functions.h"
-FUNCTIONS_CPP = "torch/csrc/autograd/generated/Functions.cpp"
 _NOT_FORMULAS = {"output_differentiability", "dispatch", "result"}
 
 

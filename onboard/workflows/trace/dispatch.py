@@ -69,10 +69,6 @@ def parse_table(text: str | None) -> dict[str, TableEntry]:
     return table
 
 
-def is_autograd_key(key: str) -> bool:
-    return key.startswith("Autograd") or key == "ADInplaceOrView"
-
-
 # Excluded keys are named as the child names runtime keys, except for autograd, which a
 # guard excludes for every backend at once (the AutogradFunctionality bit): AUTOGRAD
 # stands for all of AutogradCPU, AutogradCUDA, AutogradOther...

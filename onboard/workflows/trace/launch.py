@@ -28,12 +28,24 @@ from onboard.proc import Leftover, left_note
 from onboard.redact import redact
 from onboard.report import Reporter
 from onboard.shell import quote
+from onboard.workflows.program import ProgramOptions
 from onboard.workspace import find as find_workspace
 
 DEFAULT_TIMEOUT = 300.0
 # Interpreter options that take a value, and those without one that are harmless here.
 _WITH_VALUE = ("-W", "-X")
 _FLAGS = ("-u", "-B", "-s", "-E", "-O", "-OO", "-q")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchOptions(ProgramOptions):
+    """How `trace` and `graph` run the program under their child: ``code`` (-c) instead
+    of a command, the workspace's build instead of the installed torch
+    (``workspace_build``), and how long it may run (``timeout``, seconds)."""
+
+    code: str | None = None
+    workspace_build: bool = False
+    timeout: float = DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,17 @@ def interpreter(
     import sys
 
     return sys.executable
+
+
+def program(options: LaunchOptions) -> Program:
+    """The program ``options`` name (``parse``)."""
+    return parse(
+        options.command,
+        options.code,
+        python=options.python,
+        workspace_build=options.workspace_build,
+        workspace=options.workspace,
+    )
 
 
 def parse(
@@ -203,7 +226,7 @@ class ProgramResult:
     program: Program
     torch_version: str
     commit: str | None
-    exit_code: int
+    program_exit: int  # the program's own exit status
     error: str | None
     output_tail: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -217,7 +240,7 @@ class ProgramResult:
             "program": program,
             "torch_version": str(ran.answer["torch"]["version"]),
             "commit": commit,
-            "exit_code": ran.exit_code,
+            "program_exit": ran.exit_code,
             "error": ran.error_text() if failed else None,
             "output_tail": ran.output_tail() if failed else [],
             "notes": [left_note(ran.left_running)] if ran.left_running else [],
@@ -225,16 +248,17 @@ class ProgramResult:
         }
 
     @property
-    def exit_code_for_cli(self) -> int:
-        return 0 if self.exit_code == 0 else 1
+    def exit_code(self) -> int:
+        """onboard's: 1 when the program failed (its own status is ``program_exit``)."""
+        return 0 if self.program_exit == 0 else 1
 
     def head_json(self) -> dict[str, Any]:
         return {
-            "ok": self.exit_code == 0,
+            "ok": self.program_exit == 0,
             "program": self.program.to_json(),
             "torch_version": self.torch_version,
             "commit": self.commit,
-            "program_exit": self.exit_code,
+            "program_exit": self.program_exit,
             "program_error": self.error,
             "left_running": [p.to_json() for p in self.left_running],
         }

@@ -22,13 +22,11 @@ from typing import Any
 
 from onboard.cache import cache_dir
 from onboard.report import Reporter
-from onboard.workflows.opsource import scan
+from onboard.workflows.opsource.anatomy import KernelSite
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS, TAGS
 from onboard.workflows.opsource.paths import SourceLoc
-from onboard.workflows.trace import stubs
-from onboard.workflows.where import KernelSite
-from onboard.workflows.where import _kernels as where_kernel_sites
+from onboard.workflows.where.kernels import kernel_sites
 from onboard.workspace import REFERENCE, Workspace
 from onboard.workspace import find as find_workspace
 
@@ -134,8 +132,7 @@ class Sources:
             return self._places[op]
         delegate = entry.get("structured_delegate")
         functions = [f for f in yaml.group(entry["base"]) if f["name"] in (name, delegate)]
-        sites, missing = where_kernel_sites(self.ctx, functions)
-        sites = stubs.resolve(sites, lambda rel: scan.read(self.ctx.checkout / rel))
+        sites, missing = kernel_sites(self.ctx, functions)
         places = OpPlaces(
             op, self.ctx.source_map.loc(NATIVE_FUNCTIONS, entry["line"]), sites, missing
         )

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onboard.errors import BadInput
 from onboard.report import Reporter
@@ -30,10 +29,6 @@ from onboard.workflows.trace.dispatch import AutogradKernel, parse_table
 from onboard.workflows.trace.guards import factory_guards
 from onboard.workflows.trace.locations import Sources
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
-MAX_LINES = 400  # printed tree lines; --json has the whole (folded) tree
 SLOWEST = 10
 # The allocators behind CPU and CUDA tensors, as headers the wheel ships name them.
 ALLOCATORS = {
@@ -104,36 +99,33 @@ class TraceResult(launch.ProgramResult):
             "notes": self.notes,
         }
 
-    def render(self, console: Console, verbose: bool) -> None:
-        from onboard.workflows.trace.render import render_trace
 
-        render_trace(self, console, verbose)
+@dataclass(frozen=True, kw_only=True)
+class TraceRequest(launch.LaunchOptions):
+    """`onboard trace`: the program, and which ops to show: nested at most ``depth``
+    deep, those whose name matches ``filter`` (a regular expression)."""
+
+    depth: int | None = None
+    filter: str | None = None
 
 
-def trace(
-    command: Sequence[str] | None = None,
-    *,
-    code: str | None = None,
-    workspace: str | None = None,
-    python: str | None = None,
-    workspace_build: bool = False,
-    depth: int | None = None,
-    filter: str | None = None,
-    timeout: float = launch.DEFAULT_TIMEOUT,
-    reporter: Reporter | None = None,
-) -> TraceResult:
+def trace(request: TraceRequest, reporter: Reporter | None = None) -> TraceResult:
     reporter = reporter or Reporter()
-    pattern = _pattern(filter)
+    pattern = _pattern(request.filter)
+    depth = request.depth
     if depth is not None and depth < 1:
         raise BadInput(
             f"--depth {depth} would hide every op.",
             next_step="Use --depth 1 for the ops your code called, 2 for what they called, ...",
         )
-    program = launch.parse(
-        command, code, python=python, workspace_build=workspace_build, workspace=workspace
-    )
+    program = launch.program(request)
     ran = launch.run(
-        program, "_profile_child.py", {}, timeout=timeout, reporter=reporter, what="Tracing"
+        program,
+        "_profile_child.py",
+        {},
+        timeout=request.timeout,
+        reporter=reporter,
+        what="Tracing",
     )
     answer = ran.answer
     dispatch = optree.Dispatch(
@@ -152,7 +144,7 @@ def trace(
     launch.check_started(ran, program, did_something=bool(all_ops), what="no aten op to trace")
 
     reporter.step("Looking up where each kernel is registered and written")
-    sources = Sources.open(workspace, program.python, answer["torch"], reporter)
+    sources = Sources.open(request.workspace, program.python, answer["torch"], reporter)
     summaries = op_summary.summaries(all_ops, sources)
     distinct = len(summaries)
     if pattern is not None:  # the kernels list shows what the tree shows
@@ -178,12 +170,12 @@ def trace(
     result.notes += _notes(answer, sources, program, unconfirmed)
     result.tree = optree.prune(optree.fold(nodes), depth=depth, pattern=pattern)
     if pattern is not None and not result.tree:
-        result.notes.insert(0, f"No op matched --filter {filter!r}.")
+        result.notes.insert(0, f"No op matched --filter {request.filter!r}.")
     elif pattern is not None:
         result.notes.insert(
             0,
-            f"--filter {filter!r}: the tree and the kernels list show the matching ops (with "
-            "the calls that led to them); the summary's totals are the whole program's.",
+            f"--filter {request.filter!r}: the tree and the kernels list show the matching ops "
+            "(with the calls that led to them); the summary's totals are the whole program's.",
         )
     return result
 

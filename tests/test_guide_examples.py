@@ -1,8 +1,9 @@
-"""The README's quoted outputs of `locate` and `where`, re-run against the real thing.
+"""The quoted outputs of `locate` and `where` in their guides (docs/guide/), re-run
+against the real thing.
 
 Slow: a `--from-wheel` workspace of the installed torch, and one torchgen
 regeneration for `where --generated`. Each expected string is read from the
-README itself, so an edit of either side that drifts fails here.
+guide itself, so an edit of either side that drifts fails here.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from pathlib import Path
 import pytest
 from fixtures.cli import wheel_workspace
 
-from onboard.workflows.locate import locate
+from onboard.workflows.locate import LocateRequest, locate
 from onboard.workflows.where import where
 
 pytestmark = pytest.mark.slow
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+_GUIDES = Path(__file__).resolve().parent.parent / "docs" / "guide"
+README = "\n".join(
+    (_GUIDES / f"{name}.md").read_text(encoding="utf-8") for name in ("locate", "where")
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,19 +32,19 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _quoted(pattern: str) -> re.Match[str]:
     found = re.search(pattern, README, re.S)
-    assert found, f"the README no longer says {pattern!r}"
+    assert found, f"the guide no longer says {pattern!r}"
     return found
 
 
 def test_the_locate_confidence_examples(ws: Path) -> None:
     said = _quoted(r'\("(\d+ sites match equally in [^"]+)" for `([^`]+)` on a')
-    result = locate(message=said.group(2), workspace=str(ws))
+    result = locate(LocateRequest(message=said.group(2), workspace=str(ws)))
     assert result.confidence == "low" and result.blind_spots[0] == said.group(1)
 
     mm = _quoted(r'onboard locate "([^"]+)"\n')
-    linalg = _quoted(r"for the README's\s+mm message, `([^`]+)`")
+    linalg = _quoted(r"for the\s+mm message above, `([^`]+)`")
     inductor = _quoted(r"the torch\.compile copy in\s+`([^`]+)`")
-    answer = locate(message=mm.group(1), workspace=str(ws))
+    answer = locate(LocateRequest(message=mm.group(1), workspace=str(ws)))
     assert answer.confidence == "low"
     assert [c.location.path for c in answer.candidates] == [inductor.group(1)]
     assert {c.file for c in answer.compiled} == {linalg.group(1)}

@@ -1,47 +1,42 @@
-"""The rich text of `onboard blame`, `onboard reviews` and `onboard reviews sync`."""
+"""`onboard reviews`'s output (and `reviews sync`'s): the files and who may approve
+them, the landed pull requests, their approvers and the review comments by reviewer.
+The pieces every review answer shows (a pull request's line, a thread) are
+`onboard blame`'s too."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onboard.console import printable
+from onboard.console import escape, printable
+from onboard.units import human_bytes
 from onboard.workflows.reviews.codeowners import NOTIFICATIONS_ONLY
 from onboard.workflows.reviews.comments import Thread
-from onboard.workflows.reviews.history import human_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from onboard.workflows.reviews.results import (
-        BlameResult,
         Checkout,
         PrView,
         ReviewsResult,
         SyncResult,
     )
 
-_STATE_WORDS = {
-    "APPROVED": "approved",
-    "CHANGES_REQUESTED": "asked for changes",
-    "COMMENTED": "commented",
-    "DISMISSED": "dismissed",
-}
 _BODY_CHARS = 600
 
 
 def esc(text: str) -> str:
-    from rich.markup import escape
-
+    """Text from GitHub or git (a comment, a subject): escaped and printable."""
     return escape(printable(text))
 
 
-def _where(c: Checkout, history_since: str | None) -> str:
+def checkout_line(c: Checkout, history_since: str | None) -> str:
     at = f" at {c.commit[:12]}" if c.commit else ""
     since = f", history since {history_since}" if history_since else ""
     return f"{c.kind} checkout {c.path}{at}{since}"
 
 
-def _pr_line(p: PrView) -> str:
+def pr_line(p: PrView) -> str:
     t = p.change.trailers
     number = f"#{t.pr}" if t.pr else p.change.sha[:12]
     kind = "" if t.kind == "change" else f" [{t.kind}]"
@@ -49,7 +44,7 @@ def _pr_line(p: PrView) -> str:
     return f"{number}{kind}  {p.change.date[:10]}  {title}  ({p.change.author})"
 
 
-def _approved(p: PrView) -> str:
+def approved(p: PrView) -> str:
     t = p.change.trailers
     parts = []
     if t.approvers:
@@ -68,7 +63,7 @@ def _approved(p: PrView) -> str:
     return "; ".join(parts)
 
 
-def _thread(console: Console, t: Thread, indent: str, verbose: bool) -> None:
+def thread(console: Console, t: Thread, indent: str, verbose: bool) -> None:
     root = t.root
     where = t.path_now or root.path
     renamed = f" (then {root.path})" if root.path != where else ""
@@ -94,16 +89,18 @@ def _thread(console: Console, t: Thread, indent: str, verbose: bool) -> None:
         console.print(f"{indent}  [blue]{esc(root.url)}[/]")
 
 
-def _footer(console: Console, notes: list[str], api_summary: str | None) -> None:
+def footer(console: Console, notes: list[str], api_summary: str | None) -> None:
     if api_summary:
         console.print(f"\n[dim]GitHub: {esc(api_summary)}[/]")
     for note in notes:
         console.print(f"[yellow]Note:[/] {esc(note)}")
 
 
-def reviews(r: ReviewsResult, console: Console, verbose: bool) -> None:
+def render(r: ReviewsResult, console: Console, verbose: bool) -> None:
     what = " ".join(r.query) if r.query else "the files this branch changes"
-    console.print(f"[bold]Reviews of {esc(what)}[/]  ({esc(_where(r.checkout, r.history.since))})")
+    console.print(
+        f"[bold]Reviews of {esc(what)}[/]  ({esc(checkout_line(r.checkout, r.history.since))})"
+    )
     if r.history.fetched_now:
         console.print(f"[dim]fetched history: {human_bytes(r.history.bytes_fetched)}[/]")
     console.print("\n[bold cyan]Files[/]")
@@ -131,8 +128,8 @@ def reviews(r: ReviewsResult, console: Console, verbose: bool) -> None:
         console.print("  none in this history")
     for p in r.prs:
         here = f"  [dim]{p.comments_here} comment(s) here[/]" if p.comments_here else ""
-        console.print(f"  {esc(_pr_line(p))}{here}")
-        detail = _approved(p)
+        console.print(f"  {esc(pr_line(p))}{here}")
+        detail = approved(p)
         if detail:
             console.print(f"      [dim]{esc(detail)}[/]")
         if p.url or verbose:
@@ -144,7 +141,7 @@ def reviews(r: ReviewsResult, console: Console, verbose: bool) -> None:
             console.print(f"  {esc(a.login)}  {a.count}x  [dim](last {last}{a.last_date})[/]")
     _threads(r, console, verbose)
     summary = r.api.summary() if r.api and (r.api.requests or r.api.from_cache) else None
-    _footer(console, r.notes, summary)
+    footer(console, r.notes, summary)
 
 
 def _threads(r: ReviewsResult, console: Console, verbose: bool) -> None:
@@ -164,67 +161,11 @@ def _threads(r: ReviewsResult, console: Console, verbose: bool) -> None:
         for t in items:
             if not verbose and shown >= 12:
                 break
-            _thread(console, t, "    ", verbose)
+            thread(console, t, "    ", verbose)
             shown += 1
     hidden = len(r.threads) - shown
     if hidden > 0:
         console.print(f"  [dim]... {hidden} more thread(s): -v shows all, --json lists them[/]")
-
-
-def blame(r: BlameResult, console: Console, verbose: bool) -> None:
-    span = f"{r.start}" if r.start == r.end else f"{r.start}-{r.end}"
-    console.print(f"[bold]{esc(r.path)}:{span}[/]  ({esc(_where(r.checkout, r.history.since))})")
-    if r.history.fetched_now:
-        console.print(f"[dim]fetched history: {human_bytes(r.history.bytes_fetched)}[/]")
-    for ln in r.lines:
-        p = r.prs.get(ln.sha)
-        if ln.sha == "0" * 40:
-            who = "not committed yet"
-        elif p is None:
-            who = ln.sha[:12]
-        else:
-            number = f"#{p.change.trailers.pr} " if p.change.trailers.pr else ""
-            who = f"{ln.sha[:12]} {number}{p.change.date[:10]}"
-        old = "  older than this history" if ln.boundary else ""
-        console.print(f"  {ln.line:>6}  {esc(ln.text)}")
-        console.print(f"          [dim]<- {esc(who)}{old}[/]")
-    console.print("\n[bold cyan]Commits[/]")
-    for sha, p in r.prs.items():
-        console.print(f"  [bold]{sha[:12]}[/]  {esc(_pr_line(p))}")
-        detail = _approved(p)
-        if detail:
-            console.print(f"      [dim]{esc(detail)}[/]")
-        states = p.states()
-        for state, users in states.items():
-            if state != "CHANGES_REQUESTED":
-                word = _STATE_WORDS.get(state, state)
-                console.print(f"      [dim]review: {esc(', '.join(users))} {word}[/]")
-        if p.url:
-            console.print(f"      [blue]{esc(p.url)}[/]")
-        for orig in r.originals.get(sha, []):
-            console.print(f"      relands {esc(_pr_line(orig))}")
-            detail = _approved(orig)
-            if detail:
-                console.print(f"        [dim]{esc(detail)}[/]")
-            if orig.url:
-                console.print(f"        [blue]{esc(orig.url)}[/]")
-            if orig.problem:
-                console.print(f"        [yellow]review not shown: {esc(orig.problem)}[/]")
-        if p.problem:
-            console.print(f"      [yellow]review not shown: {esc(p.problem)}[/]")
-        for t in r.threads.get(sha, []):
-            _thread(console, t, "      ", verbose)
-    if r.skipped:
-        console.print("\n[bold cyan]Stepped past (--walk)[/]")
-        for s in r.skipped:
-            pr = f" #{s.pr}" if s.pr else ""
-            console.print(f"  {s.sha[:12]} [{esc(s.kind)}]{esc(pr)} {esc(s.subject)}")
-    if r.ignored_listed:
-        console.print(
-            f"[dim]{r.ignored_listed} mass-reformat commit(s) of .git-blame-ignore-revs skipped.[/]"
-        )
-    summary = r.api.summary() if r.api and (r.api.requests or r.api.from_cache) else None
-    _footer(console, r.notes, summary)
 
 
 def sync(r: SyncResult, console: Console, verbose: bool) -> None:
@@ -251,7 +192,7 @@ def sync(r: SyncResult, console: Console, verbose: bool) -> None:
         if verbose or p.problem or p.source == "missing":
             problem = f"  [yellow]{esc(p.problem)}[/]" if p.problem else ""
             console.print(f"  #{p.pr}: {p.comments} comment(s), {p.reviews} review(s){problem}")
-    _footer(console, r.notes, r.api.summary())
+    footer(console, r.notes, r.api.summary())
     if r.exit_code:
         console.print(
             "[yellow]Not everything was fetched;[/] what was is kept: run the same command "

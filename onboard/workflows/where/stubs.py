@@ -16,7 +16,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from onboard.workflows.where import KernelSite
+from onboard.workflows.opsource.anatomy import KernelSite
 
 KERNEL_NAMESPACE = "at::native"
 _STUB_ROLES = ("stub_declare", "stub_define", "stub_register")

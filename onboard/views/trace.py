@@ -1,23 +1,24 @@
-"""Rich text for `onboard trace` (the JSON comes from the result objects)."""
+"""`onboard trace`'s output: the ops the program ran, nested, their kernels and where
+they live, memory and the slowest ops (the JSON comes from the result objects). The
+program's header and ending are `onboard graph`'s too."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onboard.workflows.checkout import human_bytes as size
+from onboard.console import escape
+from onboard.units import human_bytes as size
+from onboard.units import milliseconds as ms
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import optree
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from onboard.workflows.trace.autograd_graph import GraphResult
     from onboard.workflows.trace.launch import ProgramResult
     from onboard.workflows.trace.profile import TraceResult
 
-
-def ms(ns: int) -> str:
-    return f"{ns / 1e6:.3f} ms"
+MAX_LINES = 400  # printed tree lines (x10 with -v); --json has the whole (folded) tree
 
 
 def where_text(loc: SourceLoc | None) -> str:
@@ -32,16 +33,12 @@ def where_text(loc: SourceLoc | None) -> str:
 
 
 def show_loc(console: Console, label: str, loc: SourceLoc | None, indent: str) -> None:
-    from rich.markup import escape
-
     console.print(f"{indent}{escape(label)}  [bold]{escape(where_text(loc))}[/]")
     if loc is not None and loc.url:
         console.print(f"{indent}    [blue]{escape(loc.url)}[/]")
 
 
 def _tree_lines(nodes: list[optree.Node], indent: int, out: list[str]) -> None:
-    from rich.markup import escape
-
     pad = "  " * indent
     for node in nodes:
         times = f" x{node.count}" if node.count > 1 else ""
@@ -68,10 +65,8 @@ def _short(path: str) -> str:
     return path.split(marker, 1)[1] if marker in path else path
 
 
-def render_trace(result: TraceResult, console: Console, verbose: bool) -> None:
-    from rich.markup import escape
-
-    _header(console, "trace", result, f", sources: {result.tree_label}")
+def render(result: TraceResult, console: Console, verbose: bool) -> None:
+    header(console, "trace", result, f", sources: {result.tree_label}")
     lines: list[str] = []
     _tree_lines(result.tree, 1, lines)
     for line in lines[: optree_limit(verbose)]:
@@ -139,23 +134,19 @@ def render_trace(result: TraceResult, console: Console, verbose: bool) -> None:
             )
     for hint in result.hints:
         console.print(f"\n[green]Hint:[/] {escape(hint)}")
-    _ending(console, result)
+    ending(console, result)
 
 
-def _header(console: Console, command: str, result: ProgramResult, extra: str) -> None:
-    from rich.markup import escape
-
+def header(console: Console, command: str, result: ProgramResult, extra: str) -> None:
     about = f"torch {result.torch_version}, commit {(result.commit or 'unknown')[:12]}{extra}"
     console.print(f"[bold]onboard {command}[/] {escape(result.program.shown)}  ({escape(about)})")
 
 
-def _ending(console: Console, result: ProgramResult) -> None:
+def ending(console: Console, result: ProgramResult) -> None:
     """The program's own failure (with the end of its output), then the notes."""
-    from rich.markup import escape
-
-    if result.exit_code:
+    if result.program_exit:
         console.print(
-            f"\n[red]The program exited with {result.exit_code}:[/] {escape(result.error or '')}"
+            f"\n[red]The program exited with {result.program_exit}:[/] {escape(result.error or '')}"
         )
         for line in result.output_tail[-8:]:
             console.print(f"  [dim]{escape(line)}[/]")
@@ -164,89 +155,4 @@ def _ending(console: Console, result: ProgramResult) -> None:
 
 
 def optree_limit(verbose: bool) -> int:
-    from onboard.workflows.trace.profile import MAX_LINES
-
     return MAX_LINES * (10 if verbose else 1)
-
-
-def render_graph(result: GraphResult, console: Console, verbose: bool) -> None:
-    from rich.markup import escape
-
-    _header(console, "graph", result, "")
-    if result.roots:
-        console.print("\n[bold cyan]Tensors and their graph[/]")
-    for name in result.roots:
-        t = result.tensors[name]
-        shape = "x".join(str(s) for s in t["shape"]) or "scalar"
-        console.print(f"  [bold]{escape(name)}[/] {shape} {t['dtype']}  grad_fn={t['grad_fn_cls']}")
-    seen: set[int] = set()
-    for name in result.roots:
-        start = result.tensors[name]["grad_fn"]
-        if isinstance(start, int):
-            _graph_lines(result, start, 1, None, seen, console, verbose)
-    for node in result.nodes:  # anything not reached from a root (should not happen)
-        if node.index not in seen:
-            _graph_lines(result, node.index, 1, None, seen, console, verbose)
-    leaves = [n for n in result.nodes if n.variable is not None]
-    if leaves:
-        console.print("\n[bold cyan]Leaves[/]")
-        for n in leaves:
-            v = n.variable or {}
-            hooks = f", {v['hooks']} hook(s)" if v.get("hooks") else ""
-            shape = "x".join(str(s) for s in v.get("shape", [])) or "scalar"
-            console.print(
-                f"  AccumulateGrad -> [bold]{escape(str(v.get('name') or '(unnamed)'))}[/] "
-                f"{shape} {v.get('dtype')}{hooks}"
-            )
-    if result.explanations:
-        console.print("\n[bold cyan]What you see[/]")
-        for text in result.explanations:
-            console.print(f"  - {escape(text)}")
-    if result.svg:
-        console.print(f"\n[green]Rendered:[/] {escape(result.svg)}")
-    _ending(console, result)
-
-
-def _graph_lines(
-    result: GraphResult,
-    index: int,
-    depth: int,
-    edge: tuple[int, int] | None,
-    seen: set[int],
-    console: Console,
-    verbose: bool,
-) -> None:
-    from rich.markup import escape
-
-    node = result.nodes[index]
-    pad = "  " * depth
-    via = f"[dim]next_functions[{edge[0]}] (input_nr {edge[1]}) ->[/] " if edge else ""
-    if index in seen:
-        console.print(f"{pad}{via}{escape(node.label)} [dim](#{index}, shown above)[/]")
-        return
-    seen.add(index)
-    op = f"  [dim]from aten::{escape(node.op)}[/]" if node.op else ""
-    console.print(f"{pad}{via}[bold]{escape(node.label)}[/] [dim]#{index}[/]{op}")
-    if node.derivative is not None:
-        show_loc(console, "derivatives.yaml", node.derivative, pad + "    ")
-        for key, formula in node.formulas.items():
-            if key not in ("output_differentiability", "dispatch"):
-                console.print(f"{pad}      [dim]{escape(key)}: {escape(formula)}[/]")
-    if node.generated is not None and verbose:
-        show_loc(
-            console, "class (generated by the build, not in git)", node.generated, pad + "    "
-        )
-    for saved in node.saved:
-        if "tensor" in saved:
-            t = saved["tensor"]
-            shape = "x".join(str(s) for s in t["shape"]) or "scalar"
-            text = f"saved for backward: {saved['name']} ({shape} {t['dtype']})"
-            console.print(f"{pad}    [dim]{escape(text)}[/]")
-        elif verbose:
-            text = f"saved: {saved['name']} = {saved.get('value')}"
-            console.print(f"{pad}    [dim]{escape(text)}[/]")
-    for position, (target, nr) in enumerate(node.next):
-        if target is None:
-            console.print(f"{pad}  [dim]next_functions[{position}] -> None (no gradient needed)[/]")
-        else:
-            _graph_lines(result, target, depth + 1, (position, nr), seen, console, verbose)

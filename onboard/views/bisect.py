@@ -1,0 +1,103 @@
+"""`onboard bisect`'s output: the first new release and commit, with its pull request,
+what was skipped or flaky, and how to replay the bisect."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from onboard.console import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onboard.workflows.bisect.model import BisectResult, CommitInfo, Step
+
+
+def render(result: BisectResult, console: Console, verbose: bool) -> None:
+    from rich.table import Table
+
+    if result.wheels is not None:
+        w = result.wheels
+        if w.first_new:
+            between = w.untestable_between
+            console.print(
+                f"[bold]Releases:[/] {w.package} {w.last_old} is the last {_old_word(result)}, "
+                f"{w.first_new} the first {_new_word(result)}"
+                + (f" (untestable in between: {', '.join(between)})" if between else "")
+            )
+        if verbose:
+            console.print(_steps_table(w.steps, "release"))
+    c = result.commits
+    if c is not None:
+        if verbose:
+            console.print(_steps_table(c.steps, "commit"))
+        if c.culprit is not None:
+            _print_commit(console, c.culprit, f"first {c.term_new} commit")
+        elif c.possible:
+            console.print(
+                f"[bold yellow]Could not pin one commit:[/] only skipped commits are left; the "
+                f"first {c.term_new} commit is one of:"
+            )
+            for info in c.possible:
+                pr = f"  #{info.pr}" if info.pr else ""
+                console.print(f"  {info.sha[:12]}  {escape(info.subject)}{pr}")
+        for s in c.skipped:
+            console.print(f"[dim]skipped[/] {s.rev[:12]}: {escape(s.reason)}")
+        for s in c.flaky:
+            why = s.verdict.reason if s.verdict else ""
+            console.print(f"[yellow]flaky[/] {s.rev[:12]}: {escape(why)}")
+        table = Table.grid(padding=(0, 2))
+        each = f", {result.repeat} runs each" if result.repeat > 1 else ""
+        table.add_row(
+            "repro runs", f"{c.executions} (about {c.expected_steps} steps + 2 checks{each})"
+        )
+        table.add_row("builds", str(c.builds))
+        if c.log:
+            table.add_row("bisect log", f"{c.log}  (replay: {c.replay})")
+        table.add_row("checkout", f"back on {c.restored_to}")
+        console.print(table)
+    for note in result.notes + (result.commits.notes if result.commits else []):
+        console.print(f"[yellow]note:[/] {escape(note)}")
+
+
+def _old_word(result: BisectResult) -> str:
+    return result.commits.term_old if result.commits else "old (repro state at --good)"
+
+
+def _new_word(result: BisectResult) -> str:
+    return result.commits.term_new if result.commits else "new"
+
+
+def _print_commit(console: Console, info: CommitInfo, title: str) -> None:
+    console.print(f"[bold green]{title}:[/] {info.sha}")
+    console.print(f"  {escape(info.subject)}")
+    if info.pr_url:
+        console.print(f"  PR #{info.pr}: {info.pr_url}")
+    console.print(f"  author: {escape(info.author)} <{escape(info.author_email)}>, {info.date}")
+    console.print(f"  commit: {info.url}")
+    shown = list(info.files[:15])
+    console.print(
+        "  files: " + ("; ".join(escape(f.replace("\t", " ")) for f in shown) or "(none)")
+    )
+    if len(info.files) > 15:
+        console.print(f"  ... and {len(info.files) - 15} more")
+
+
+def _steps_table(steps: list[Step], what: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"{what} steps", show_lines=False)
+    for col in ("#", what, "phase", "mark", "runs", "seconds", "note"):
+        table.add_column(col)
+    for i, s in enumerate(steps, 1):
+        runs = s.verdict.summary() if s.verdict else "-"
+        table.add_row(
+            str(i),
+            s.rev[:12] if what == "commit" else s.rev,
+            s.phase,
+            s.mark,
+            runs,
+            f"{s.seconds:.1f}",
+            escape(s.reason or s.label)[:80],
+        )
+    return table

@@ -1,0 +1,94 @@
+"""Which harvested comments a run shows: ``--path``, ``--module``, ``--tag``,
+``--python-only`` and ``--limit``."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from onboard.errors import BadInput
+from onboard.workflows.harvest import rank
+from onboard.workflows.harvest.rank import Item
+from onboard.workflows.harvest.tags import TAGS
+from onboard.workflows.harvest.target import Target
+
+DEFAULT_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class Filters:
+    paths: Sequence[str] = ()
+    modules: Sequence[str] = ()
+    tags: Sequence[str] = ()
+    python_only: bool = False
+    limit: int = DEFAULT_LIMIT  # 0: every match
+
+    def __post_init__(self) -> None:
+        if self.limit < 0:
+            raise BadInput(f"--limit {self.limit}: must be 0 (all) or more.")
+        bad = self._tags() - set(TAGS)
+        if bad:
+            raise BadInput(
+                f"--tag {', '.join(sorted(bad))}: not a tag onboard harvests.",
+                next_step=f"Use one of {', '.join(TAGS)}.",
+            )
+
+    def check(self, target: Target) -> None:
+        """Every --path is there: a typo'd one would otherwise look like "no TODOs here"."""
+        for path in self.paths:
+            rel = _relative(path)
+            globbed = any(c in rel for c in "*?[")
+            if not (next(target.root.glob(rel), None) if globbed else (target.root / rel).exists()):
+                raise BadInput(
+                    f"--path {path}: there is no such file or folder in {target.root}.",
+                    next_step="Give a path relative to the checkout root, e.g. `--path torch/nn`.",
+                )
+
+    def select(self, items: Sequence[Item]) -> Sequence[Item]:
+        """The items that pass the filters (``items`` itself when there are none: a
+        cached result's items are built only when used)."""
+        tags = self._tags()
+        if not (self.paths or self.modules or tags or self.python_only):
+            return items
+        paths = [_relative(p) for p in self.paths]
+        return [
+            item
+            for item in items
+            if (item.python_only or not self.python_only)
+            and (not tags or item.tag in tags)
+            and (not paths or _under(item.path, paths))
+            and (not self.modules or any(rank.matches_module(item.module, m) for m in self.modules))
+        ]
+
+    def first(self, items: Sequence[Item]) -> list[Item]:
+        """The ones shown: ``limit`` of them (all with 0)."""
+        return list(items) if self.limit == 0 else list(items[: self.limit])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": list(self.paths),
+            "module": list(self.modules),
+            "tag": sorted(self._tags()),
+            "python_only": self.python_only,
+            "limit": self.limit,
+        }
+
+    def _tags(self) -> set[str]:
+        return {t.upper() for t in self.tags}
+
+
+def _relative(path: str) -> str:
+    return path.strip("/").removeprefix("./")
+
+
+def _under(path: str, wanted: Sequence[str]) -> bool:
+    """Whether ``path`` is one of ``wanted`` or under one (globs allowed)."""
+    for want in wanted:
+        if any(ch in want for ch in "*?["):
+            if fnmatch.fnmatch(path, want) or fnmatch.fnmatch(path, want.rstrip("/") + "/*"):
+                return True
+        elif path == want or path.startswith(want + "/"):
+            return True
+    return False

@@ -1,0 +1,137 @@
+"""`onboard where OP`: an op's whole anatomy, for the installed commit.
+
+From the Python entry points (``torch.trunc``, ``Tensor.trunc``) through the
+yaml entries (native_functions.yaml, read by torchgen), the live dispatch
+table of the installed binary (``torch._C._dispatch_dump``), the kernels in
+the checkout (structured meta/impl functions or the plain functions the
+yaml's ``dispatch:`` names, the DispatchStub's declare/define/register and
+kernel bodies), to the derivative formula and the OpInfo entry. Every place
+is given as ``path:line`` in the checkout and as a GitHub link at the commit.
+
+The steps, one module each: ``request`` (the query read), ``resolve`` (which op
+it names, asking the installed torch through ``live_answers``), then the
+anatomy layer by layer: ``entry_points``, ``yaml_entries``, ``dispatch_table``,
+``kernels`` (with ``stubs``: which of namesake DispatchStubs a kernel calls),
+``derivatives``, ``opinfo``. Each place's GitHub link comes with it from the
+tree's ``SourceMap``; what this tree cannot show is said last.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from onboard.report import Reporter
+from onboard.workflows.opsource import codegen
+from onboard.workflows.opsource.anatomy import (
+    Derivative,
+    EntryPoint,
+    KernelSite,
+    Registration,
+    WhereResult,
+    YamlEntry,
+)
+from onboard.workflows.opsource.context import TreeContext
+from onboard.workflows.opsource.live_index import LiveIndex
+from onboard.workflows.opsource.native_yaml import DERIVATIVES, YamlIndex
+from onboard.workflows.where.derivatives import derivatives
+from onboard.workflows.where.dispatch_table import dispatch_table, generated_notes
+from onboard.workflows.where.entry_points import decomposes_to, entry_points
+from onboard.workflows.where.kernels import kernel_sites, with_python_sites
+from onboard.workflows.where.live_answers import LiveAnswers
+from onboard.workflows.where.opinfo import OPINFO_FILE, opinfo
+from onboard.workflows.where.request import PYTHON, WhereRequest, parse_query
+from onboard.workflows.where.resolve import resolve
+from onboard.workflows.where.yaml_entries import yaml_entries
+
+__all__ = [
+    "Derivative",
+    "EntryPoint",
+    "KernelSite",
+    "Registration",
+    "WhereResult",
+    "YamlEntry",
+    "kernel_sites",
+    "parse_query",
+    "where",
+]
+
+
+def where(
+    query: str,
+    *,
+    workspace: str | None = None,
+    python: str | None = None,
+    generated: bool = False,
+    refresh: bool = False,
+    reporter: Reporter | None = None,
+) -> WhereResult:
+    reporter = reporter or Reporter()
+    request = WhereRequest.parse(query, generated=generated, refresh=refresh)
+    ctx = TreeContext.open(workspace, python, reporter, refresh=refresh)
+    index = LiveIndex(ctx.python, ctx.cache_id, reporter, refresh=refresh)
+    index.prepare()  # torch imports in a child while the yaml is read
+    try:
+        return _anatomy(request, ctx, index)
+    finally:
+        index.stop()  # a child started for nothing (an unknown op)
+
+
+def _anatomy(request: WhereRequest, ctx: TreeContext, index: LiveIndex) -> WhereResult:
+    yaml = _read_tree(ctx)
+    op = resolve(request, yaml, LiveAnswers(ctx, index, yaml, request.refresh))
+    if request.generated:
+        ctx.generated_dir = codegen.regenerate(ctx.python, ctx.checkout, ctx.tree_id, ctx.reporter)
+    else:
+        ctx.generated_dir = codegen.existing(ctx.checkout, ctx.tree_id)
+    smap = ctx.source_map
+    result = WhereResult(
+        query=request.query,
+        op=op.base,
+        commit=ctx.ws.commit,
+        checkout=str(ctx.checkout),
+        checkout_kind=ctx.ws.checkout_kind,
+        generated_dir=str(ctx.generated_dir) if ctx.generated_dir else None,
+    )
+    result.entry_points = entry_points(op, smap)
+    if request.kind == PYTHON:
+        result.decomposes_to = decomposes_to(op)
+    result.yaml_entries = yaml_entries(op.functions, smap)
+    result.dispatch, python_sites = dispatch_table(ctx, op, request.generated)
+    result.notes += generated_notes(result.dispatch, op.base)
+    sites, result.kernels_not_found = kernel_sites(ctx, op.functions)
+    result.kernels = with_python_sites(sites, python_sites)
+    result.derivatives = derivatives(ctx, yaml, op.functions)
+    result.opinfo = opinfo(ctx, op.base)
+    _not_seen(ctx, result)
+    result.warm = dict(ctx.warm)
+    return result
+
+
+def _read_tree(ctx: TreeContext) -> YamlIndex:
+    """The yaml (torchgen reads it in a child) and the kernel index (built here) at once,
+    while torch imports in a third process (``LiveIndex.prepare``): the three slow
+    first-time steps."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        reading = pool.submit(ctx.yaml)
+        try:
+            ctx.kernels()
+        finally:
+            yaml = reading.result()
+    return yaml
+
+
+def _not_seen(ctx: TreeContext, result: WhereResult) -> None:
+    """What this tree cannot show: kernel bodies of a reference tree, missing files."""
+    if ctx.ws.is_reference:
+        limit = ctx.ws.limitation(
+            "The kernel bodies (TORCH_META_FUNC / TORCH_IMPL_FUNC and the "
+            "per-device stub kernels in .cpp/.cu files)"
+        )
+        if limit:
+            result.limitations.append(limit)
+    if not (ctx.checkout / DERIVATIVES).is_file():
+        result.notes.append(f"{DERIVATIVES} is not in this checkout.")
+    if not (ctx.checkout / OPINFO_FILE).is_file():
+        result.notes.append(
+            f"{OPINFO_FILE} is not in this checkout, so the OpInfo entry is not shown."
+        )

@@ -1,0 +1,181 @@
+"""The house rules a reader relies on, checked on the source itself.
+
+- No import cycle between onboard's modules, deferred (inside a function) or
+  not: each module can be read knowing only what it imports.
+- Workflows never import Click, nor rich or the console: they return results, and
+  ``onboard/views`` draws them. Only the proc adapter starts processes.
+- No module calls into another module's private names.
+
+Imports under ``if TYPE_CHECKING:`` are for the type checker only and do not
+count.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import onboard
+
+ROOT = Path(onboard.__file__).resolve().parent
+TASKS = ROOT.parent / "tasks"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in ROOT.rglob("*.py")}
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements that run (not those under ``if TYPE_CHECKING:``)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, list[str]]]:
+    """(imported onboard module, names taken from it)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.startswith("onboard"):
+                yield alias.name, []
+        return
+    base = node.module or ""
+    if node.level:
+        package = module.split(".")
+        if MODULES[module].name != "__init__.py":
+            package = package[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join(package + ([node.module] if node.module else []))
+    if not base.startswith("onboard"):
+        return
+    names = []
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        if sub in MODULES:
+            yield sub, []
+        else:
+            names.append(alias.name)
+    if names:
+        yield base, names
+
+
+def _graph() -> dict[str, dict[str, list[str]]]:
+    graph: dict[str, dict[str, list[str]]] = {}
+    for name, path in MODULES.items():
+        edges: dict[str, list[str]] = {}
+        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            for target, names in _targets(name, node):
+                if target in MODULES and target != name:
+                    edges.setdefault(target, []).extend(names)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_deferred_or_not() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph: dict[str, dict[str, list[str]]] = {
+        "a": {"b": []},
+        "b": {"c": []},
+        "c": {"a": []},
+        "d": {"a": []},
+    }
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    offenders = []
+    for name, edges in _graph().items():
+        for target, names in edges.items():
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private and not target.startswith(name.rsplit(".", 1)[0] + "._"):
+                offenders.append(f"{name} takes {private} from {target}")
+    assert offenders == []
+
+
+def _imports_anywhere(path: Path, top: str) -> bool:
+    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+        if any(n and (n == top or n.startswith(top + ".")) for n in names):
+            return True
+    return False
+
+
+def test_workflows_never_import_click() -> None:
+    workflows = [p for n, p in MODULES.items() if n.startswith("onboard.workflows")]
+    assert workflows
+    assert [str(p) for p in workflows if _imports_anywhere(p, "click")] == []
+
+
+def test_workflows_return_results_and_views_draw_them() -> None:
+    drawing = [
+        n
+        for n, p in MODULES.items()
+        if n.startswith("onboard.workflows.")
+        and (_imports_anywhere(p, "rich") or _imports_anywhere(p, "onboard.console"))
+    ]
+    assert drawing == []
+
+
+def test_only_proc_starts_processes() -> None:
+    # Child scripts (``_*_child.py``) run in the target interpreter, not in onboard.
+    starters = [
+        n
+        for n, p in MODULES.items()
+        if n != "onboard.proc"
+        and not n.startswith("onboard.proc.")  # proc as a package
+        and not Path(p).name.endswith("_child.py")
+        and _imports_anywhere(p, "subprocess")
+    ]
+    assert starters == []
