@@ -1,6 +1,6 @@
 """The torch probe: what torch a target interpreter has, as a frozen dataclass.
 
-The probe runs ``_probe_child.py`` in a child interpreter (``--python``,
+The probe runs ``children/_probe_child.py`` in a child interpreter (``--python``,
 default the current one); onboard itself never imports torch. Facts that come
 from the binary rather than from Python (the build prefix baked in by
 ``__FILE__``, whether DWARF debug info is present) are read here from the ELF
@@ -23,11 +23,10 @@ from typing import Any
 
 from onboard import proc
 from onboard.cache import cache_dir, read_valid
-from onboard.errors import OnboardError, ProcTimeout
+from onboard.errors import OnboardError
 from onboard.shell import quote
 
 PROBE_TIMEOUT = 180.0
-_MARKER = "@@ONBOARD-PROBE@@"
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _LOCAL_RE = re.compile(r"\+git([0-9a-f]{7,40})\b")
 _NIGHTLY_RE = re.compile(r"\.dev(\d{8})")
@@ -201,16 +200,20 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
             "venv: /path/to/venv/bin/python; `python -c 'import sys; print(sys.executable)'` "
             "prints it).",
         )
-    code = (Path(__file__).with_name("_probe_child.py")).read_text(encoding="utf-8")
+    next_step = (
+        f"Check that it is a working Python 3 (`{quote(exe)} -c 'import sys; print(sys.version)'`)"
+        " and pass it with --python."
+    )
     try:
-        result = proc.run(
-            [exe, "-c", code],
+        asked = proc.ask_child(
+            exe,
+            "_probe_child.py",
             **isolated(cwd),
             timeout=PROBE_TIMEOUT,
-            check=False,
-            what=f"Probing {exe}",
+            what=f"The interpreter {exe!r}",
+            next_step=next_step,
         )
-    except ProcTimeout as exc:
+    except proc.ChildTimeout as exc:
         raise OnboardError(
             f"The interpreter {exe!r} did not finish `import torch` within {PROBE_TIMEOUT:g} s "
             "and was stopped.",
@@ -218,20 +221,16 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
             "from a network file system or a CUDA driver stuck initialising. Then run "
             "`onboard doctor` again.",
         ) from exc
-    except OnboardError as exc:
+    except proc.NoAnswer:
+        raise  # it started, and said why it could not answer
+    except OnboardError as exc:  # it could not be started
         raise OnboardError(
             f"Could not run the Python interpreter {exe!r}: {exc.message}",
             next_step="Pass --python with the path of the interpreter your project uses "
             "(for a venv: /path/to/venv/bin/python).",
         ) from exc
-    payload = None
-    for line in result.stdout.splitlines():
-        if line.startswith(_MARKER):
-            try:
-                payload = json.loads(line[len(_MARKER) :])
-            except ValueError:
-                continue
-    if payload is not None and payload.get("stage") != "done":
+    payload, result = asked.data, asked.result
+    if payload.get("stage") != "done":
         # The child answered before `import torch`, then died in it (a
         # segfault or abort inside a mismatched extension).
         payload["import_error"] = {
@@ -240,13 +239,6 @@ def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = Non
             "traceback": result.stderr[-4000:],
             "returncode": result.returncode,
         }
-    if payload is None:
-        raise OnboardError(
-            f"The interpreter {exe!r} did not answer onboard's probe (exit {result.returncode}): "
-            f"{(result.stderr.strip().splitlines() or ['no output'])[-1]}",
-            next_step="Check that it is a working Python 3 (`"
-            f"{quote(exe)} -c 'import sys; print(sys.version)'`) and pass it with --python.",
-        )
     return from_payload(payload)
 
 
@@ -431,29 +423,7 @@ def has_debug_info(lib: Path) -> bool | None:
     return ".debug_info" in names or ".gnu_debuglink" in names
 
 
-# --- loader checks (onboard doctor) ---
-
-_LOADER_CHILD = r"""
-import ctypes, json, sys
-names, libs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-this = ctypes.PyDLL(None)  # everything this interpreter process exports
-missing = [n for n in names if not hasattr(this, n)]
-paths = {}
-for lib in libs:
-    try:
-        ctypes.CDLL(lib)
-    except OSError as exc:
-        paths[lib] = None
-        continue
-    with open("/proc/self/maps") as fh:
-        for line in fh:
-            path = line.split(None, 5)[-1].strip()
-            base = path.rsplit("/", 1)[-1]
-            if base == lib or base.startswith(lib + "."):  # libstdc++.so.6 -> .so.6.0.30
-                paths[lib] = path
-                break
-print(json.dumps({"missing": missing, "libraries": paths}))
-"""
+# --- loader checks (onboard doctor: children/_loader_child.py) ---
 
 
 @dataclass(frozen=True)
@@ -485,18 +455,10 @@ def check_loader(
     """
     exe = python or sys.executable
     try:
-        result = proc.run(
-            [exe, "-c", _LOADER_CHILD, json.dumps(list(symbols)), json.dumps(list(libraries))],
-            **isolated(cwd),
-            timeout=60,
-            check=False,
-        )
-    except OnboardError:
-        return None
-    if not result.ok:
-        return None
-    try:
-        data = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        data = proc.ask_child(
+            exe, "_loader_child.py", json.dumps(list(symbols)), json.dumps(list(libraries)),
+            **isolated(cwd), timeout=60, what=f"The loader check in {exe!r}",
+        ).data  # fmt: skip
+    except OnboardError:  # not started, no answer, or too slow: no ctypes, not Linux
         return None
     return LoaderCheck(tuple(data["missing"]), dict(data["libraries"]))

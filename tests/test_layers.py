@@ -169,13 +169,29 @@ def test_workflows_return_results_and_views_draw_them() -> None:
 
 
 def test_only_proc_starts_processes() -> None:
-    # Child scripts (``_*_child.py``) run in the target interpreter, not in onboard.
+    # The child scripts (``onboard/children``) run in the target interpreter, not in onboard.
     starters = [
         n
         for n, p in MODULES.items()
         if n != "onboard.proc"
         and not n.startswith("onboard.proc.")  # proc as a package
-        and not Path(p).name.endswith("_child.py")
+        and not n.startswith("onboard.children.")
         and _imports_anywhere(p, "subprocess")
     ]
     assert starters == []
+
+
+def test_children_speak_one_protocol() -> None:
+    """Every child lives in ``onboard/children`` and gives its answer through
+    ``onboard_answer``: no marker of its own that a parent must parse."""
+    children = ROOT / "children"
+    strays = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*_child.py"))
+    assert [s for s in strays if not s.startswith("children/")] == []
+    markers = sorted(
+        str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py") if "@@ONBOARD" in p.read_text()
+    )
+    assert markers == ["children/onboard_answer.py"]
+    silent = sorted(
+        p.name for p in children.glob("_*_child.py") if not _imports_anywhere(p, "onboard_answer")
+    )
+    assert silent == []

@@ -558,33 +558,33 @@ def test_live_index_is_read_only_when_it_validates(tmp_path: Path) -> None:
 
 
 def _ask_one_child(request: dict[str, Any]) -> dict[str, Any]:
-    """What the per-op child prints for ``request``, asked in an interpreter of its own."""
-    from onboard.workflows.opsource.live_index import _PER_OP_CHILD, MARKER
+    """What the per-op child answers to ``request``, asked in an interpreter of its own."""
+    from onboard import proc
 
-    code = _PER_OP_CHILD.read_text()
-    out = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(request)], capture_output=True, text=True,
-        timeout=600, check=True,
-    ).stdout  # fmt: skip
-    line = next(ln for ln in out.splitlines() if ln.startswith(MARKER))
-    answer: dict[str, Any] = json.loads(line[len(MARKER) :])
+    asked = proc.ask_child(
+        sys.executable, "_live_child.py", json.dumps(request), timeout=600, what="per-op child"
+    )
+    answer: dict[str, Any] = asked.data
     return answer
 
 
-def test_the_index_child_records_without_importing_dynamo() -> None:
+def test_the_index_child_records_without_importing_dynamo(tmp_path: Path) -> None:
     """The index child runs the per-op code after its import hook: the same answers
     as a plain interpreter gives, without the seconds of importing torch._dynamo
     that torch's wrappers of its Python kernels would spend on a first call."""
-    from onboard.workflows.opsource.live_index import _CHILD, _PER_OP_CHILD, MARKER
+    from onboard import proc
+    from onboard.children import onboard_answer
 
-    source = _CHILD.read_text()
+    source = (proc.CHILDREN / "_live_index_child.py").read_text()
     prelude = source[: source.index("import torch  # noqa: E402")]
     script = (
         prelude
         + "import torch\n"
-        + _PER_OP_CHILD.read_text()
+        + (proc.CHILDREN / "_live_child.py").read_text()
         + "\nprint('DYNAMO', 'torch._dynamo' in sys.modules)\n"
     )
+    hooked_child = tmp_path / "hooked_child.py"
+    hooked_child.write_text(script)
     request = {
         "entries": ["torch.add", "torch.trunc", "F.gelu", "torch.Tensor.add_", "torch.sum"],
         "ops": ["aten::add.Tensor"],
@@ -592,12 +592,12 @@ def test_the_index_child_records_without_importing_dynamo() -> None:
         "group_overloads": True,
     }
     out = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(request)], capture_output=True, text=True,
-        timeout=600, check=True,
+        proc.child_command(sys.executable, hooked_child, json.dumps(request)),
+        capture_output=True, text=True, timeout=600, check=True,
     ).stdout  # fmt: skip
     assert "DYNAMO False" in out.splitlines()
-    line = next(ln for ln in out.splitlines() if ln.startswith(MARKER))
-    hooked = json.loads(line[len(MARKER) :])
+    [hooked], garbled = onboard_answer.read(out)
+    assert garbled == 0
     plain = _ask_one_child(request)
     assert [e["top_ops"] for e in hooked["entries"]] == [
         ["aten::add"], ["aten::trunc"], ["aten::gelu"], ["aten::add_"], ["aten::sum"]
@@ -673,9 +673,10 @@ def test_an_interpreter_without_torch_is_one_paragraph(clone_ws: Path, tmp_path:
 def test_the_index_child_writes_the_format_its_reader_accepts() -> None:
     import re as _re
 
+    from onboard import proc
     from onboard.workflows.opsource import live_index
 
-    child = Path(live_index.__file__).with_name("_live_index_child.py").read_text()
+    child = (proc.CHILDREN / "_live_index_child.py").read_text()
     written = _re.search(r"^FORMAT = (\d+)", child, _re.M)
     assert written is not None and int(written.group(1)) == live_index.FORMAT
 

@@ -14,9 +14,20 @@ its own, in a session of its own), whatever shape it has:
   the work left for after the answer (``detach_after_run``);
 - ``detached``: what outlives the run on purpose;
 - ``tree``: who runs below a process, and what a program left running;
+- ``ask``: a child in a target interpreter (``onboard/children``) asked for its
+  answer (``ask_child``);
 - ``outputs``: work that stops when nobody reads its output any more.
 """
 
+from onboard.proc.ask import (
+    CHILDREN,
+    Answer,
+    ChildTimeout,
+    NoAnswer,
+    Unreadable,
+    ask_child,
+    child_command,
+)
 from onboard.proc.child import Child
 from onboard.proc.passthrough import Passthrough
 from onboard.proc.reaper import detach_after_run, reaping
@@ -33,6 +44,13 @@ from onboard.proc.streaming import stream
 from onboard.proc.tree import Leftover, left_note
 
 __all__ = [
+    "CHILDREN",
+    "Answer",
+    "ChildTimeout",
+    "NoAnswer",
+    "Unreadable",
+    "ask_child",
+    "child_command",
     "BACKGROUND_NICE",
     "GRACE_SECONDS",
     "RUN_ENV",

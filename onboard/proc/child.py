@@ -7,7 +7,9 @@ import os
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from onboard.children import onboard_answer
 from onboard.errors import ProcTimeout
 from onboard.proc import detached
 from onboard.proc.spawn import environ, spawn, stop_group
@@ -52,9 +54,10 @@ class Child:
     def pid(self) -> int:
         return self._proc.pid
 
-    def answer(self, request: bytes, marker: str, *, timeout: float) -> str | None:
-        """Send ``request`` on stdin and return the first stdout line that starts with
-        ``marker`` (without it); None when the child ended without one (see ``failure``)."""
+    def answer(self, request: bytes, *, timeout: float) -> Any:
+        """Send ``request`` on stdin and return the child's first answer (``onboard_answer``:
+        the child goes on after it); None when the child ended without a readable one
+        (see ``failure``)."""
         proc = self._proc
         assert proc.stdin is not None and proc.stdout is not None
         timer = threading.Timer(timeout, stop_group, (proc, self._token))
@@ -65,8 +68,9 @@ class Child:
                 proc.stdin.close()
             for raw in proc.stdout:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
-                if line.startswith(marker):
-                    return line[len(marker) :]
+                if line.startswith(onboard_answer.MARKER):
+                    found, _garbled = onboard_answer.read(line)
+                    return found[0] if found else None
             proc.wait()
             if not timer.is_alive():
                 raise ProcTimeout(

@@ -8,6 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from onboard import proc
 from onboard.errors import OnboardError, ProcTimeout
@@ -15,7 +16,6 @@ from onboard.proc import Leftover
 from onboard.redact import redact
 from onboard.workflows.ab.sides import Side
 
-MARKER = "@@ONBOARD-AB@@"
 WALL = "wall_s"
 PEAK_RSS = "peak_rss_mb"
 CUDA_MEMORY = "cuda_max_memory_allocated_mb"
@@ -52,22 +52,15 @@ def parse_output(stdout: str) -> tuple[dict[str, float], tuple[str, ...]]:
     return metrics, tuple(rest)
 
 
-def _report(stderr: str) -> tuple[dict[str, float], str, int | None]:
-    """(the child's exit report, stderr without it, .py files it compiled)."""
-    kept, found = [], {}
-    for line in stderr.splitlines():
-        if line.startswith(MARKER):
-            found = json.loads(line[len(MARKER) :])
-        else:
-            kept.append(line)
-    text = "\n".join(kept).rstrip()
+def _report(found: dict[str, Any]) -> tuple[dict[str, float], int | None]:
+    """(the measures of the child's exit report, the .py files it compiled)."""
     metrics = {}
     if "maxrss_kb" in found:
         metrics[PEAK_RSS] = found["maxrss_kb"] / 1024
     if "cuda_max_memory_allocated" in found:
         metrics[CUDA_MEMORY] = found["cuda_max_memory_allocated"] / 2**20
     compiled = found.get("compiled")
-    return metrics, text, int(compiled) if compiled is not None else None
+    return metrics, int(compiled) if compiled is not None else None
 
 
 def run_once(side: Side, script: Path, args: list[str], *, cwd: Path, timeout: float) -> Run:
@@ -76,27 +69,30 @@ def run_once(side: Side, script: Path, args: list[str], *, cwd: Path, timeout: f
         "args": args,
         "overlay": str(side.overlay) if side.overlay else None,
     }
-    child = Path(__file__).with_name("_ab_child.py")
     command = f"{side.python} {script} {' '.join(args)}".strip()
     try:
-        result = proc.run(
-            [side.python, str(child), json.dumps(config)],
+        asked = proc.ask_child(
+            side.python,
+            "_ab_child.py",
+            json.dumps(config),
             cwd=cwd,
             env=proc.environ(side.env),
             timeout=timeout,
-            check=False,
             what=f"The script on {side.label} ({side.spec})",
+            via_file=True,  # stdout and stderr are the script's
             until_main_exits=True,
         )
+        result, found = asked.result, asked.data
+    except proc.NoAnswer as exc:  # it left with os._exit: no report, and no verdict lost
+        result, found = exc.result, {}
     except ProcTimeout:
         raise RunFailed(
             f"The script did not finish within {timeout:g} s on {side.label} ({side.what}); "
             "no verdict.",
             next_step="Make the script shorter, or raise --timeout.",
         ) from None
-    own, stderr, compiled = _report(
-        redact(result.stderr)
-    )  # shown on a failure: never a token in it
+    own, compiled = _report(found)
+    stderr = redact(result.stderr).rstrip()  # shown on a failure: never a token in it
     if result.returncode != 0:
         lines = stderr.splitlines()[-_TAIL:] or ["(no output on stderr)"]
         tail = "\n".join("    " + line for line in lines)

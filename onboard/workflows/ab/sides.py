@@ -173,32 +173,6 @@ def _not_measured(ws: Workspace, base: str | None, rev: str | None) -> list[str]
     return [p for p in changed if needs_rebuild(p)]
 
 
-# Run by the side's interpreter: compile each overlaid module where the installed
-# counterpart is read from cached bytecode (or Python may write one: the
-# installed side then has it from its warm-up run on), so that the overlay
-# imports as fast as the files it replaces. A module that does not compile is
-# left to fail in the run itself, with its traceback.
-_PRECOMPILE = """\
-import importlib.util, json, os, py_compile, sys
-with open(sys.argv[1], encoding="utf-8") as fh:
-    modules = json.load(fh)
-out, init = sys.argv[2], sys.argv[3]
-def cached(path):
-    return os.path.exists(importlib.util.cache_from_source(path))
-done = {}
-for name, (source, installed, _search) in modules.items():
-    if sys.dont_write_bytecode and not cached(installed or init):
-        continue
-    target = os.path.join(out, name + ".pyc")
-    try:
-        py_compile.compile(source, cfile=target, dfile=source, doraise=True)
-    except py_compile.PyCompileError:
-        continue
-    done[name] = target
-print(json.dumps(done))
-"""
-
-
 def _precompile(
     python: str, modules: dict[str, list[object]], installed: Path, out: Path
 ) -> dict[str, str]:
@@ -208,10 +182,13 @@ def _precompile(
     out.mkdir(parents=True, exist_ok=True)
     listed = out / "modules.json"  # a file: a far commit can change thousands
     listed.write_text(json.dumps(modules), "utf-8")
-    argv = [python, "-c", _PRECOMPILE, str(listed), str(out), str(installed / "__init__.py")]
-    result = proc.run(argv, cwd=out, timeout=600, check=False)
-    lines = result.stdout.strip().splitlines()
-    done: dict[str, str] = json.loads(lines[-1]) if result.ok and lines else {}
+    try:
+        done: dict[str, str] = proc.ask_child(
+            python, "_precompile_child.py", str(listed), str(out), str(installed / "__init__.py"),
+            cwd=out, timeout=600, what="Compiling the overlay's modules",
+        ).data  # fmt: skip
+    except proc.NoAnswer:  # left to fail in the run itself, with its traceback
+        return {}
     return done
 
 

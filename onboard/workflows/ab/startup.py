@@ -29,22 +29,17 @@ _FLAGS = (
     "dev_mode",
     "safe_path",
 )
-_DESCRIBE = (
-    "import json, os, sys\n"
-    f"flags = {{n: getattr(sys.flags, n, None) for n in {_FLAGS!r}}}\n"
-    "print(json.dumps({'version': sys.version.split()[0], "
-    "'executable': os.path.realpath(sys.executable), 'flags': flags, "
-    "'pycache_prefix': getattr(sys, 'pycache_prefix', None)}))\n"
-)
 
 
 def interpreter(python: str, cwd: Path, env: Mapping[str, str]) -> dict[str, object]:
     """The side's interpreter as its runs will see it: version, binary, start-up flags."""
-    result = proc.run([python, "-c", _DESCRIBE], cwd=cwd, env=dict(env), timeout=60, check=False)
-    lines = result.stdout.strip().splitlines()
-    if not result.ok or not lines:
+    try:
+        found: dict[str, object] = proc.ask_child(
+            python, "_interpreter_child.py", json.dumps(_FLAGS), cwd=cwd, env=dict(env),
+            timeout=60, what=f"Describing {python}",
+        ).data  # fmt: skip
+    except proc.NoAnswer:
         return {}
-    found: dict[str, object] = json.loads(lines[-1])
     return found
 
 

@@ -223,37 +223,19 @@ def uses_cuda(source: str) -> bool:
     return bool(_CUDA_WORD.search(code))
 
 
-_GPU_CHECK = """\
-import json
-try:
-    import torch
-except Exception as exc:
-    print(json.dumps({"torch": False, "error": repr(exc)}))
-else:
-    info = {"torch": True, "compiled": torch.version.cuda, "available": False, "error": ""}
-    try:
-        info["available"] = bool(torch.cuda.is_available()) and torch.cuda.device_count() > 0
-    except Exception as exc:
-        info["error"] = repr(exc)
-    print(json.dumps(info))
-"""
-
-
 def gpu_available(python: str, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
     """(usable GPU?, why not) as ``python`` sees it; the hardware when its torch has no CUDA."""
-    import json
-
     workdir = Path(tempfile.mkdtemp(prefix="onboard-gpu-"))
+    info: dict[str, Any] = {}
     try:
-        result = proc.run(
-            [python, "-c", _GPU_CHECK], cwd=workdir, env=env, timeout=180, check=False
-        )
+        info = proc.ask_child(
+            python, "_cuda_child.py", cwd=workdir, env=env, timeout=180,
+            what=f"Asking {python} for a GPU",
+        ).data  # fmt: skip
+    except proc.NoAnswer:
+        pass  # the machine itself is asked below
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    info: dict[str, Any] = {}
-    for line in result.stdout.splitlines():
-        if line.startswith("{"):
-            info = json.loads(line)
     if info.get("torch") and info.get("compiled"):
         if info.get("available"):
             return True, ""

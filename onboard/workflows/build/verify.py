@@ -7,7 +7,6 @@ spin re-imports a package after building it.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,23 +15,6 @@ from typing import Any
 from onboard import git, proc, torchenv
 from onboard.errors import OnboardError
 from onboard.shell import quote
-
-_CHILD = r"""
-import glob, json, os, sys
-import torch
-c = getattr(torch, "_C", None)
-libs = sorted(set(
-    ([c.__file__] if getattr(c, "__file__", None) else [])
-    + glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "*.so*"))
-))
-print(json.dumps({
-    "file": torch.__file__,
-    "version": str(torch.__version__),
-    "git_version": getattr(torch.version, "git_version", None),
-    "debug": bool(getattr(torch.version, "debug", False)),
-    "libraries": libs,
-}))
-"""
 
 
 @dataclass(frozen=True)
@@ -68,13 +50,15 @@ class Imported:
 
 def import_torch(venv_python: Path, *, cwd: Path) -> Imported:
     env = proc.environ(drop=("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"))
-    result = proc.run(
-        [str(venv_python), "-s", "-c", _CHILD], cwd=cwd, env=env, timeout=300, check=False
-    )
-    if result.returncode != 0:
+    try:
+        data = proc.ask_child(
+            str(venv_python), "_built_torch_child.py", options=["-s"], cwd=cwd, env=env,
+            timeout=300, what="Importing the built torch",
+        ).data  # fmt: skip
+    except proc.NoAnswer as exc:
+        result = exc.result
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-6:])
         return Imported(None, None, None, (), {}, error=tail or f"exit {result.returncode}")
-    data = json.loads(result.stdout.strip().splitlines()[-1])
     libs = tuple(data["libraries"])
     return Imported(
         data["file"],

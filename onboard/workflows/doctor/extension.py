@@ -1,7 +1,7 @@
 """Why a compiled extension will not import against this torch.
 
 ``onboard doctor --import MODULE`` imports torch and then MODULE in the target
-interpreter (``_import_child.py``, from the user's folder); ``onboard doctor --
+interpreter (``children/_import_child.py``, from the user's folder); ``onboard doctor --
 python script.py`` runs the script. Either way the loader's complaint
 (``undefined symbol``, ``cannot open shared object file``, ``version `GLIBCXX_..'
 not found``) and the extension's ELF headers go through the same analysis as a
@@ -15,7 +15,6 @@ lacks: rebuild it with this Python), a library the loader cannot find.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field, replace
@@ -30,8 +29,6 @@ from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor import import_failure
 from onboard.workflows.doctor.report import ERROR, INFO, Finding
 
-_CHILD = Path(__file__).with_name("_import_child.py")
-_MARKER = "@@ONBOARD-IMPORT@@"
 IMPORT_TIMEOUT = 180.0
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 _IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+))")
@@ -85,30 +82,24 @@ def attempt_import(python: str, module: str, cwd: str) -> ImportAttempt:
             next_step="Pass the dotted name you import: `onboard doctor --import my_ext` or "
             "`onboard doctor --import mypkg._C`.",
         )
-    code = _CHILD.read_text(encoding="utf-8")
-    result = proc.run(
-        [python, "-c", code, module],
-        cwd=cwd,
-        timeout=IMPORT_TIMEOUT,
-        check=False,
-        what=f"Importing {module}",
-    )
-    data = None
-    for line in result.stdout.splitlines():
-        if line.startswith(_MARKER):
-            data = json.loads(line[len(_MARKER) :])
     what = f"`import {module}`"
-    if data is None:
-        said = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    try:
+        asked = proc.ask_child(
+            python, "_import_child.py", module, cwd=cwd, timeout=IMPORT_TIMEOUT,
+            what=f"Importing {module}",
+        )  # fmt: skip
+    except proc.NoAnswer as exc:
+        said = (exc.stderr.strip().splitlines() or ["no output"])[-1]
         return ImportAttempt(
             what,
             module,
             False,
             "crash",
-            f"the interpreter exited with {result.returncode} while importing {module}: {said}",
-            result.stderr[-4000:],
-            result.returncode,
+            f"the interpreter exited with {exc.returncode} while importing {module}: {said}",
+            exc.stderr[-4000:],
+            exc.returncode,
         )
+    data, result = asked.data, asked.result
     error = data.get("error") or {}
     return ImportAttempt(
         what,
@@ -292,100 +283,25 @@ class _ExtensionContext(import_failure._Context):
         return f"Rebuild {self.subject} for this Python {version} ({how}; torch itself is fine)"
 
     def _owner_fix(self, obj: Path) -> str:
-        dist = self.attempt.distribution
-        version = self.version
-        if dist:
-            wants = "; ".join(dist.get("requires") or []) or "no torch version"
-            return (
-                f"{obj.name} belongs to {dist['name']} {dist['version']}, which asks for "
-                f"{wants}; install the build of {dist['name']} made for torch {version}, or "
-                f"rebuild it from source against this torch (`{quote(self.exe)} -m pip install "
-                f"--no-build-isolation --force-reinstall --no-binary {dist['name']} "
-                f"{dist['name']}`)."
-            )
-        return (
-            f"Rebuild {obj.name} against this torch {version} (rerun its build with "
-            f"{self.exe}: `{quote(self.exe)} -m pip install --no-build-isolation .` or "
-            f"`{quote(self.exe)} setup.py build_ext --inplace` in its source folder)."
-        )
+        return _rebuild_against_this_torch(obj, self.attempt.distribution, self.exe, self.version)
 
     def undefined_symbol(self, obj: Path, symbol: str) -> Finding:
         finding = super().undefined_symbol(obj, symbol)
         if finding.id != "extension-symbol-missing" or not symbol.startswith("_Z"):
             return finding
-        demangled = elf.demangle([symbol])[symbol]
-        declared = _declared_in_headers(self.torch_dir / "include", demangled)
-        dist = self.attempt.distribution
-        extra = []
-        if dist and dist.get("requires"):
-            extra.append(
-                f"Its package {dist['name']} {dist['version']} was built for "
-                f"{'; '.join(dist['requires'])}, and this is torch {self.version}."
-            )
-        if declared:
-            extra.append(
-                f"This torch's headers still declare `{_short_name(demangled)}` "
-                f"({declared}), with another signature: the extension was compiled against "
-                "another torch's declaration."
-            )
-        else:
-            extra.append(
-                f"This torch's headers do not declare `{_short_name(demangled)}` at all: it "
-                f"was removed or renamed before torch {self.version}, or the extension was "
-                "built against a newer torch."
-            )
+        extra = _symbol_history(
+            elf.demangle([symbol])[symbol],
+            self.torch_dir / "include",
+            self.attempt.distribution,
+            self.version,
+        )
         return replace(finding, why=f"{finding.why} {' '.join(extra)}")
 
     def _cxx_abi(self, obj: Path, twin: elf.AbiTwin) -> Finding:
-        finding = super()._cxx_abi(obj, twin)
-        if twin.wanted_cxx11:
-            fix = (
-                f"Rebuild {obj.name} with -D_GLIBCXX_USE_CXX11_ABI=0, the old ABI this torch "
-                "was built with (`torch._C._GLIBCXX_USE_CXX11_ABI` is False); "
-                "torch.utils.cpp_extension and CMake's TorchConfig set it for you when the flag "
-                "is not given by hand."
-            )
-        else:
-            fix = (
-                f"Drop -D_GLIBCXX_USE_CXX11_ABI=0 from {obj.name}'s compile flags "
-                "(extra_compile_args, CXXFLAGS, CMAKE_CXX_FLAGS) and rebuild it: this torch uses "
-                "the C++11 ABI (`torch._C._GLIBCXX_USE_CXX11_ABI` is True), and "
-                "torch.utils.cpp_extension and CMake's TorchConfig take the right value from "
-                "torch when the flag is not given by hand."
-            )
-        return replace(finding, fix=fix)
+        return replace(super()._cxx_abi(obj, twin), fix=_cxx11_abi_fix(obj, twin))
 
     def missing_library(self, lib: str) -> Finding:
-        needers = []
-        for obj in self.exts:
-            link = elf.read_linkage(obj)
-            if link and lib in link.needed:
-                needers.append(obj)
-        who = ", ".join(o.name for o in needers) or self.subject
-        torch_lib = self.torch_dir / "lib"
-        runpath = [str(d) for o in needers for d in (elf.read_linkage(o) or _NONE).search_dirs()]
-        searched = f"its RUNPATH ({', '.join(runpath)})" if runpath else "no RUNPATH of its own"
-        if (torch_lib / lib).is_file():
-            return Finding(
-                "extension-torch-library-not-found",
-                ERROR,
-                f"{who} needs torch's own {lib}, and the loader does not look in {torch_lib}",
-                f"{self.what} fails with: {self.said} {lib} is in {torch_lib}, but {who} has "
-                f"{searched}: the loader finds torch's libraries only once `import torch` has "
-                "loaded them.",
-                f"Import torch before {self.module} (`import torch` first), or link {who} with "
-                f"`{quote(f'-Wl,-rpath,{torch_lib}')}` so it finds them itself.",
-            )
-        return Finding(
-            "library-missing",
-            ERROR,
-            f"{who} needs {lib}, which the loader cannot find",
-            f"{self.what} fails with: {self.said} {who} has {searched}; {lib} is not there, not "
-            f"on LD_LIBRARY_PATH and not in the system's library folders. It is not one of "
-            f"torch's own libraries either (those are in {torch_lib}).",
-            f"Install the package that provides {lib}, or add the folder that holds it to "
-            f"LD_LIBRARY_PATH (or rebuild {who} with `-Wl,-rpath,FOLDER`).",
-        )
+        return _library_not_found(self, lib)
 
     def bad_elf(self) -> Finding:
         import platform
@@ -399,29 +315,142 @@ class _ExtensionContext(import_failure._Context):
         )
 
     def not_found(self) -> Finding:
-        return Finding(
-            "extension-not-found",
-            ERROR,
-            f"{self.what}: there is no module {self.module} where this interpreter looks",
-            f"{self.what} fails with: {self.said} No {self.module}.py, {self.module}/ package "
-            f"or compiled {self.loadable()} is in the folders Python searched (the script's "
-            "folder or the current one, then this interpreter's sys.path).",
-            f"Run it from the folder that holds the module, add that folder to PYTHONPATH, or "
-            f"install its package into {self.exe} (`{quote(self.exe)} -m pip install ...`).",
-        )
+        return _module_not_found(self)
 
     def generic(self) -> Finding:
-        return Finding(
-            "extension-import-failed",
-            ERROR,
-            f"{self.what} fails with {self.attempt.error_type or 'an error'}",
-            f"{self.what} raised: {self.said} This is not a loader error (no undefined "
-            "symbol or missing library), so the module's own code raised it.",
-            f"Read the traceback (`onboard doctor --import {self.module} -v` shows its last "
-            "frames); if torch raised it, `onboard locate -- python script.py` walks it to the "
-            "check.",
-            tuple(self.attempt.traceback.strip().splitlines()[-12:]),
+        return _raised_by_the_module(self)
+
+
+# --- what each finding says about the extension ---------------------------------------
+
+
+def _rebuild_against_this_torch(
+    obj: Path, dist: dict[str, Any] | None, exe: str, version: str
+) -> str:
+    """The fix for an extension built against another torch: its package's build for this
+    torch, or its own build run again."""
+    if dist:
+        wants = "; ".join(dist.get("requires") or []) or "no torch version"
+        return (
+            f"{obj.name} belongs to {dist['name']} {dist['version']}, which asks for "
+            f"{wants}; install the build of {dist['name']} made for torch {version}, or "
+            f"rebuild it from source against this torch (`{quote(exe)} -m pip install "
+            f"--no-build-isolation --force-reinstall --no-binary {dist['name']} "
+            f"{dist['name']}`)."
         )
+    return (
+        f"Rebuild {obj.name} against this torch {version} (rerun its build with "
+        f"{exe}: `{quote(exe)} -m pip install --no-build-isolation .` or "
+        f"`{quote(exe)} setup.py build_ext --inplace` in its source folder)."
+    )
+
+
+def _symbol_history(
+    demangled: str, include: Path, dist: dict[str, Any] | None, version: str
+) -> list[str]:
+    """Why a C++ function the extension calls is missing from this torch: the torch its
+    package was built for, and whether this torch's headers still declare it."""
+    declared = _declared_in_headers(include, demangled)
+    extra = []
+    if dist and dist.get("requires"):
+        extra.append(
+            f"Its package {dist['name']} {dist['version']} was built for "
+            f"{'; '.join(dist['requires'])}, and this is torch {version}."
+        )
+    if declared:
+        extra.append(
+            f"This torch's headers still declare `{_short_name(demangled)}` "
+            f"({declared}), with another signature: the extension was compiled against "
+            "another torch's declaration."
+        )
+    else:
+        extra.append(
+            f"This torch's headers do not declare `{_short_name(demangled)}` at all: it "
+            f"was removed or renamed before torch {version}, or the extension was "
+            "built against a newer torch."
+        )
+    return extra
+
+
+def _cxx11_abi_fix(obj: Path, twin: elf.AbiTwin) -> str:
+    """The _GLIBCXX_USE_CXX11_ABI flag to change in the extension's build."""
+    if twin.wanted_cxx11:
+        return (
+            f"Rebuild {obj.name} with -D_GLIBCXX_USE_CXX11_ABI=0, the old ABI this torch "
+            "was built with (`torch._C._GLIBCXX_USE_CXX11_ABI` is False); "
+            "torch.utils.cpp_extension and CMake's TorchConfig set it for you when the flag "
+            "is not given by hand."
+        )
+    return (
+        f"Drop -D_GLIBCXX_USE_CXX11_ABI=0 from {obj.name}'s compile flags "
+        "(extra_compile_args, CXXFLAGS, CMAKE_CXX_FLAGS) and rebuild it: this torch uses "
+        "the C++11 ABI (`torch._C._GLIBCXX_USE_CXX11_ABI` is True), and "
+        "torch.utils.cpp_extension and CMake's TorchConfig take the right value from "
+        "torch when the flag is not given by hand."
+    )
+
+
+def _library_not_found(ctx: _ExtensionContext, lib: str) -> Finding:
+    """A shared library the extension needs (DT_NEEDED) that the loader cannot find: torch's
+    own (found once `import torch` loaded it) or another."""
+    needers = []
+    for obj in ctx.exts:
+        link = elf.read_linkage(obj)
+        if link and lib in link.needed:
+            needers.append(obj)
+    who = ", ".join(o.name for o in needers) or ctx.subject
+    torch_lib = ctx.torch_dir / "lib"
+    runpath = [str(d) for o in needers for d in (elf.read_linkage(o) or _NONE).search_dirs()]
+    searched = f"its RUNPATH ({', '.join(runpath)})" if runpath else "no RUNPATH of its own"
+    if (torch_lib / lib).is_file():
+        return Finding(
+            "extension-torch-library-not-found",
+            ERROR,
+            f"{who} needs torch's own {lib}, and the loader does not look in {torch_lib}",
+            f"{ctx.what} fails with: {ctx.said} {lib} is in {torch_lib}, but {who} has "
+            f"{searched}: the loader finds torch's libraries only once `import torch` has "
+            "loaded them.",
+            f"Import torch before {ctx.module} (`import torch` first), or link {who} with "
+            f"`{quote(f'-Wl,-rpath,{torch_lib}')}` so it finds them itself.",
+        )
+    return Finding(
+        "library-missing",
+        ERROR,
+        f"{who} needs {lib}, which the loader cannot find",
+        f"{ctx.what} fails with: {ctx.said} {who} has {searched}; {lib} is not there, not "
+        f"on LD_LIBRARY_PATH and not in the system's library folders. It is not one of "
+        f"torch's own libraries either (those are in {torch_lib}).",
+        f"Install the package that provides {lib}, or add the folder that holds it to "
+        f"LD_LIBRARY_PATH (or rebuild {who} with `-Wl,-rpath,FOLDER`).",
+    )
+
+
+def _module_not_found(ctx: _ExtensionContext) -> Finding:
+    return Finding(
+        "extension-not-found",
+        ERROR,
+        f"{ctx.what}: there is no module {ctx.module} where this interpreter looks",
+        f"{ctx.what} fails with: {ctx.said} No {ctx.module}.py, {ctx.module}/ package "
+        f"or compiled {ctx.loadable()} is in the folders Python searched (the script's "
+        "folder or the current one, then this interpreter's sys.path).",
+        f"Run it from the folder that holds the module, add that folder to PYTHONPATH, or "
+        f"install its package into {ctx.exe} (`{quote(ctx.exe)} -m pip install ...`).",
+    )
+
+
+def _raised_by_the_module(ctx: _ExtensionContext) -> Finding:
+    """Not a loader error: the module's own code raised."""
+    return Finding(
+        "extension-import-failed",
+        ERROR,
+        f"{ctx.what} fails with {ctx.attempt.error_type or 'an error'}",
+        f"{ctx.what} raised: {ctx.said} This is not a loader error (no undefined "
+        "symbol or missing library), so the module's own code raised it.",
+        f"Read the traceback (`onboard doctor --import {ctx.module} -v` shows its last "
+        "frames); if torch raised it, `onboard locate -- python script.py` walks it to the "
+        "check.",
+        tuple(ctx.attempt.traceback.strip().splitlines()[-12:]),
+    )
 
 
 class _NoLinkage:

@@ -10,7 +10,6 @@ reads those from the checkout's yaml and headers and from the installed torch.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -265,25 +264,27 @@ def stub_declaration(checkout: Path, op: str, base: Family) -> tuple[str, str] |
 
 
 def probe(python: str, op: str, kind: str, cwd: Path, *, edges: bool = False) -> dict[str, Any]:
-    """What the installed torch does with ``op`` on each dtype (``_like_child.py``);
+    """What the installed torch does with ``op`` on each dtype (``children/_like_child.py``);
     ``edges``: also its results on float edge values (practice's test file)."""
-    child = Path(__file__).with_name("_like_child.py")
-    result = proc.run(
-        [python, str(child), op, kind, *(["edges"] if edges else [])],
-        # A script run by path has its own folder (inside onboard) first on sys.path,
-        # not the cwd; no PYTHONSAFEPATH, which would hide _oracle_checks.py beside it.
-        cwd=cwd,
-        timeout=180,
-        check=False,
-        what=f"Asking the installed torch how `{op}` treats each dtype",
-    )
-    for line in result.stdout.splitlines():
-        if line.startswith("@@ONBOARD-LIKE@@"):
-            data: dict[str, Any] = json.loads(line[len("@@ONBOARD-LIKE@@") :])
-            return data
-    raise OnboardError(
-        f"Could not ask the installed torch about `{op}` (exit {result.returncode}): "
-        f"{(result.stderr.strip().splitlines() or ['no output'])[-1]}",
-        next_step="Check that `python -c 'import torch'` works in the workspace's interpreter "
-        "(`onboard doctor`), or scaffold without --like.",
-    )
+    try:
+        data: dict[str, Any] = proc.ask_child(
+            python,
+            "_like_child.py",
+            op,
+            kind,
+            *(["edges"] if edges else []),
+            # A script run by path has its own folder (inside onboard) first on sys.path,
+            # not the cwd; no PYTHONSAFEPATH, which would hide _oracle_checks.py beside it.
+            by_path=True,
+            cwd=cwd,
+            timeout=180,
+            what=f"Asking the installed torch how `{op}` treats each dtype",
+        ).data
+    except proc.NoAnswer as exc:
+        raise OnboardError(
+            f"Could not ask the installed torch about `{op}` (exit {exc.returncode}): "
+            f"{(exc.stderr.strip().splitlines() or ['no output'])[-1]}",
+            next_step="Check that `python -c 'import torch'` works in the workspace's "
+            "interpreter (`onboard doctor`), or scaffold without --like.",
+        ) from None
+    return data

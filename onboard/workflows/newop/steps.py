@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -119,15 +118,6 @@ def write_if_changed(path: Path, text: str) -> None:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, "utf-8")
-
-
-def marker(output: str, mark: str) -> dict[str, Any] | None:
-    """The JSON a child printed after ``mark`` on a line of its own."""
-    for line in output.splitlines():
-        if line.startswith(mark):
-            data: dict[str, Any] = json.loads(line[len(mark) :])
-            return data
-    return None
 
 
 def tail(text: str, n: int = 3) -> str:

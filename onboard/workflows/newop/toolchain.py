@@ -35,7 +35,6 @@ from onboard.workflows.newop.steps import (
 
 CODEGEN_TIMEOUT = 600.0
 COMPILE_TIMEOUT = 900.0
-COMPILE_MARKER = "@@ONBOARD-COMPILE@@"
 CXX_FLAGS = (
     "-O2",
     "-Wno-psabi",
@@ -100,24 +99,27 @@ def compile_child(
 ) -> tuple[proc.Result, dict[str, Any] | None]:
     """Build ``request["sources"]`` with torch.utils.cpp_extension.load in a child of
     the workspace interpreter, load it and run the checks the request names."""
-    from onboard.workflows.newop.steps import marker
-
-    result = proc.run(
-        [env.python, str(Path(__file__).with_name("_compile_child.py")), json.dumps(request)],
-        cwd=build,
-        timeout=COMPILE_TIMEOUT,
-        check=False,
-        extra_env={
-            # The stub shim leaves the AVX2/AVX512 slots empty: run the DEFAULT kernel.
-            "ATEN_CPU_CAPABILITY": "default",
-            "MAX_JOBS": str(max(1, jobs)),
-            "TORCH_EXTENSIONS_DIR": str(build),
-            # No PYTHONSAFEPATH: the child imports _oracle_checks.py from its own folder
-            # (inside onboard; a script's folder, not the cwd, leads sys.path).
-        },
-        what="the out-of-tree compile",
-    )
-    return result, marker(result.stdout, COMPILE_MARKER)
+    # By path: it imports _oracle_checks.py from its own folder (no PYTHONSAFEPATH,
+    # which would hide it; a script's folder, not the cwd, leads sys.path).
+    try:
+        asked = proc.ask_child(
+            env.python,
+            "_compile_child.py",
+            json.dumps(request),
+            by_path=True,
+            cwd=build,
+            timeout=COMPILE_TIMEOUT,
+            extra_env={
+                # The stub shim leaves the AVX2/AVX512 slots empty: run the DEFAULT kernel.
+                "ATEN_CPU_CAPABILITY": "default",
+                "MAX_JOBS": str(max(1, jobs)),
+                "TORCH_EXTENSIONS_DIR": str(build),
+            },
+            what="the out-of-tree compile",
+        )
+    except proc.NoAnswer as exc:
+        return exc.result, None
+    return asked.result, asked.data
 
 
 def kernel_unit(glue: Path, kernel: Path) -> Path:

@@ -1,6 +1,6 @@
 """What torchgen says about a scaffolded op: the parse, and the full codegen.
 
-1. ``_codegen_child.py`` in the workspace interpreter parses the checkout's
+1. ``children/_codegen_child.py`` in the workspace interpreter parses the checkout's
    native_functions.yaml, runs ``load_derivatives`` and renders this op's
    generated headers and Register{CPU,Meta} wrappers (what the compile needs).
 2. ``python -m torchgen.gen`` over the whole yaml, as the in-tree build runs
@@ -38,7 +38,6 @@ from onboard.workflows.newop.steps import (
     fingerprint,
     first_line_of,
     loc,
-    marker,
 )
 from onboard.workflows.newop.toolchain import CODEGEN_TIMEOUT, Env
 
@@ -86,7 +85,7 @@ def parse(checkout: Path, name: str, env: Env, gen_dir: Path, cwd: Path) -> Pars
     yaml = checkout / NATIVE_YAML
     deriv = checkout / DERIVATIVES_YAML
     tags = tags_yaml(checkout, env)
-    child = Path(__file__).with_name("_codegen_child.py")
+    child = proc.CHILDREN / "_codegen_child.py"
     key = fingerprint(yaml, deriv, tags, child, env.torchgen_dir, name)
     stamp = gen_dir / "facts.json"
     payload, cached = _cached(stamp, key), True
@@ -102,16 +101,13 @@ def parse(checkout: Path, name: str, env: Env, gen_dir: Path, cwd: Path) -> Pars
             "tags_yaml": str(tags),
             "derivatives_yaml": str(deriv),
         }
-        result = proc.run(
-            [env.python, str(child), json.dumps(request)],
-            **torchenv.isolated(cwd),
-            timeout=CODEGEN_TIMEOUT,
-            check=False,
-            what="torchgen (parse and per-op codegen)",
-        )
-        payload = marker(result.stdout, "@@ONBOARD-CODEGEN@@")
-        if payload is None:
-            detail = f"the torchgen child failed ({child_failure(result)})"
+        try:
+            payload = proc.ask_child(
+                env.python, child.name, json.dumps(request), **torchenv.isolated(cwd),
+                timeout=CODEGEN_TIMEOUT, what="torchgen (parse and per-op codegen)",
+            ).data  # fmt: skip
+        except proc.NoAnswer as exc:
+            detail = f"the torchgen child failed ({child_failure(exc.result)})"
             return Parsed([Step(PARSE_STEP, FAILED, detail, NATIVE_YAML, _since(start))])
         if payload.get("ok"):
             stamp.write_text(json.dumps({"key": key, "payload": payload}), "utf-8")

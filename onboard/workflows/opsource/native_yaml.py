@@ -8,7 +8,6 @@ with their line numbers, are cached per file content stamp.
 from __future__ import annotations
 
 import difflib
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,6 @@ from onboard.workflows.opsource import cache
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 TAGS = "aten/src/ATen/native/tags.yaml"
 DERIVATIVES = "tools/autograd/derivatives.yaml"
-_MARKER = "@@ONBOARD-YAML@@"
-_CHILD = Path(__file__).with_name("_yaml_child.py")
 PARSE_TIMEOUT = 300.0
 
 
@@ -113,22 +110,19 @@ def load(checkout: Path, python: str, reporter: Reporter, *, refresh: bool = Fal
 
 
 def _parse(python: str, native: Path, tags: Path, derivatives: Path) -> dict[str, Any]:
-    code = _CHILD.read_text(encoding="utf-8")
     errors: list[str] = []
     for exe in dict.fromkeys([python, sys.executable]):
-        result = proc.run(
-            [exe, "-c", code, str(native), str(tags), str(derivatives)],
-            **torchenv.isolated(),
-            timeout=PARSE_TIMEOUT,
-            check=False,
-            what="Parsing native_functions.yaml with torchgen",
-        )
-        for line in result.stdout.splitlines():
-            if line.startswith(_MARKER):
-                data: dict[str, Any] = json.loads(line[len(_MARKER) :])
-                return data
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        errors.append(f"{exe}: {tail}")
+        try:
+            asked = proc.ask_child(
+                exe, "_yaml_child.py", str(native), str(tags), str(derivatives),
+                **torchenv.isolated(), timeout=PARSE_TIMEOUT,
+                what="Parsing native_functions.yaml with torchgen",
+            )  # fmt: skip
+        except proc.NoAnswer as exc:
+            errors.append(f"{exe}: {(exc.stderr.strip().splitlines() or ['no output'])[-1]}")
+            continue
+        data: dict[str, Any] = asked.data
+        return data
     raise OnboardError(
         "torchgen could not read native_functions.yaml (" + "; ".join(errors) + ").",
         next_step="torchgen ships with torch but needs PyYAML: run `"

@@ -2,10 +2,10 @@
 
 ``onboard trace -- python repro.py ARGS`` (also ``-m MODULE``, ``-c CODE``) or
 ``onboard trace -c "torch.zeros(3, 4)"``. The child is the chosen
-interpreter running onboard's child code (``_launch_child.py`` plus a body)
-through ``proc`` with a time limit; proc starts it in its own session, so a
-timeout or Ctrl-C stops it with everything it started. The child imports
-torch before it puts the program's folder on ``sys.path``: a PyTorch
+interpreter running onboard's child code (``children/onboard_launch.py`` plus a
+body) through ``proc.ask_child`` with a time limit; proc starts it in its own
+session, so a timeout or Ctrl-C stops it with everything it started. The child
+imports torch before it puts the program's folder on ``sys.path``: a PyTorch
 checkout's ``torch/`` next to the script (or in the current folder) cannot
 shadow the installed torch, while ``import mymodel`` next to the script still
 works. It writes its answer to a file in a temporary folder, never into a
@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,16 +32,6 @@ from onboard.workflows.program import ProgramOptions
 from onboard.workspace import find as find_workspace
 
 DEFAULT_TIMEOUT = 300.0
-_HERE = Path(__file__).parent
-# The child's code travels as text (the user's interpreter need not have onboard):
-# _launch_child.py becomes the module `onboard_launch`, then the body runs and
-# imports from it. Both run under the file name <onboard>, so their frames can be
-# told apart from the program's.
-_BOOT = (
-    "import sys,types;m=types.ModuleType('onboard_launch');sys.modules[m.__name__]=m;"
-    "exec(compile(sys.argv[1],'<onboard>','exec'),m.__dict__);"
-    "exec(compile(sys.argv[2],'<onboard>','exec'),{'__name__':'onboard_child'})"
-)
 # Interpreter options that take a value, and those without one that are harmless here.
 _WITH_VALUE = ("-W", "-X")
 _FLAGS = ("-u", "-B", "-s", "-E", "-O", "-OO", "-q")
@@ -284,45 +273,47 @@ def run(
     reporter: Reporter,
     what: str,
 ) -> Ran:
-    """Run the program under the child ``body`` (a file next to this one)."""
-    prelude = (_HERE / "_launch_child.py").read_text(encoding="utf-8")
-    code = (_HERE / body).read_text(encoding="utf-8")
+    """Run the program under the child ``body`` (a file of ``onboard/children``), the
+    module ``onboard_launch`` registered first. Its code travels as text (the user's
+    interpreter need not have onboard), under the file name <onboard>, so that its
+    frames can be told apart from the program's."""
     reporter.step(f"{what} `{program.shown}` with {program.python}")
-    with tempfile.TemporaryDirectory(prefix="onboard-trace-") as tmp:
-        result_file = Path(tmp) / "answer.json"
-        full = {
-            "kind": program.kind,
-            "target": program.target,
-            "args": list(program.args),
-            "preimport": program.preimport,
-            "result": str(result_file),
-            **request,
-        }
-        try:
-            done = proc.run(
-                [program.python, *program.options, "-c", _BOOT, prelude, code, json.dumps(full)],
-                timeout=timeout,
-                check=False,
-                what=f"`{program.shown}`",
-                until_main_exits=True,
-            )
-        except ProcTimeout:
-            raise OnboardError(
-                f"`{program.shown}` did not finish within {timeout:g} s; onboard stopped it and "
-                "every process it started.",
-                next_step="Give it longer with --timeout SECONDS, or trace a shorter run "
-                "(fewer steps, a smaller input).",
-            ) from None
-        except OnboardError as exc:
-            raise OnboardError(
-                f"Could not start {program.python}: {exc.message}",
-                next_step="Pass --python with the interpreter whose torch you use; "
-                "`onboard doctor --python PATH` shows what is wrong with it.",
-            ) from exc
-        try:
-            answer = json.loads(result_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            answer = None
+    full = {
+        "kind": program.kind,
+        "target": program.target,
+        "args": list(program.args),
+        "preimport": program.preimport,
+        **request,
+    }
+    answer: dict[str, Any] | None = None
+    try:
+        asked = proc.ask_child(
+            program.python,
+            body,
+            json.dumps(full),
+            modules=["onboard_launch"],
+            options=program.options,
+            timeout=timeout,
+            what=f"`{program.shown}`",
+            via_file=True,  # stdout and stderr are the program's
+            until_main_exits=True,
+        )
+        answer, done = asked.data, asked.result
+    except proc.NoAnswer as exc:
+        done = exc.result
+    except ProcTimeout:
+        raise OnboardError(
+            f"`{program.shown}` did not finish within {timeout:g} s; onboard stopped it and "
+            "every process it started.",
+            next_step="Give it longer with --timeout SECONDS, or trace a shorter run "
+            "(fewer steps, a smaller input).",
+        ) from None
+    except OnboardError as exc:
+        raise OnboardError(
+            f"Could not start {program.python}: {exc.message}",
+            next_step="Pass --python with the interpreter whose torch you use; "
+            "`onboard doctor --python PATH` shows what is wrong with it.",
+        ) from exc
     # What the program printed is shown when it fails: never a token it printed.
     stdout, stderr = redact(done.stdout), redact(done.stderr)
     if answer is None:

@@ -1,4 +1,4 @@
-"""What `where` asks the installed torch (in a child: ``opsource/_live_child.py``): an
+"""What `where` asks the installed torch (in a child: ``children/_live_child.py``): an
 op's Python entry points and, per overload, its live dispatch table. Answers come
 from the live index (every op, asked once per torch) when it holds them, else from a
 child asked about this op alone."""
@@ -13,7 +13,7 @@ from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.live_index import LiveIndex
 from onboard.workflows.where.names import base_of
 
-# The short names the live child resolves (opsource/_live_child.py: _ALIASES).
+# The short names the live child resolves (children/_live_child.py: _ALIASES).
 ALIASES = {"F": "torch.nn.functional", "Tensor": "torch.Tensor", "nn": "torch.nn"}
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 
 import torch
-from onboard_launch import REQUEST, run_user_program, torch_facts, write_answer
+from onboard_answer import answer
+from onboard_launch import REQUEST, run_user_program, torch_facts
 
 status, namespace = run_user_program(lambda: None, lambda: None)
 MAX_NODES = int(REQUEST.get("max_nodes", 300))
@@ -151,7 +152,7 @@ for key, t in tensors.items():
         ],
     }
 
-write_answer(
+answer(
     {
         "torch": torch_facts(),
         "status": status,

@@ -5,22 +5,18 @@
 #    NAME_meta.h) and Register{CPU,Meta} wrappers, rendered with torchgen's own
 #    templates for this op alone (the Meta file's helpers renamed so both files
 #    build as one translation unit), plus its schema registrations.
-# Prints one JSON line after MARKER. Standard library + torchgen only.
+# Answers one JSON object (onboard_answer). Standard library + torchgen only.
 import json
 import re
 import sys
 import traceback
 from pathlib import Path
 
-MARKER = "@@ONBOARD-CODEGEN@@"
+from onboard_answer import finish
+
 args = json.loads(sys.argv[1])
 name = args["name"]
 out = Path(args["out"])
-
-
-def finish(payload):
-    print(MARKER + json.dumps(payload))
-    sys.exit(0)
 
 
 try:

@@ -1,12 +1,11 @@
 # Runs INSIDE the user's interpreter via `python -c`, as the module
-# `onboard_launch` (the boot line in launch.py registers it), before the body
+# `onboard_launch` (proc.ask_child registers it), before the body
 # (_profile_child.py or _graph_child.py) that imports what it needs from it:
 # imports torch, then runs the user's program the way `python SCRIPT ARGS`,
-# `python -m MODULE ARGS` or `python -c CODE` would, and writes one JSON
-# answer to the file named in the request. The user's interpreter need not
-# have onboard installed, so the code travels as text.
-#   argv[1]: this code; argv[2]: the body; argv[3]: JSON {"kind": "script" |
-#   "module" | "code", "target", "args", "result", "preimport", ...the body's keys}
+# `python -m MODULE ARGS` or `python -c CODE` would, and gives one JSON
+# answer (onboard_answer, in a file: stdout and stderr are the program's).
+#   argv[1]: JSON {"kind": "script" | "module" | "code", "target", "args",
+#   "preimport", ...the body's keys}
 from __future__ import annotations
 
 import builtins
@@ -17,7 +16,7 @@ import time
 import traceback
 import types
 
-REQUEST = json.loads(sys.argv[3])
+REQUEST = json.loads(sys.argv[1])
 
 # `python -c` puts "" (the current folder) first on sys.path. torch must come
 # from the installed package: a PyTorch checkout's torch/ (no compiled
@@ -163,13 +162,3 @@ def torch_facts():
         "cuda_available": bool(torch.cuda.is_available()),
         "import_seconds": IMPORT_SECONDS,
     }
-
-
-def write_answer(answer):
-    tmp = REQUEST["result"] + ".tmp"
-    # json.dumps, not json.dump: only the one-shot encoder is the C one (a trace holds
-    # tens of thousands of nodes)
-    text = json.dumps(answer, default=str)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, REQUEST["result"])

@@ -2,21 +2,20 @@
 # asks the installed torch how an existing pointwise op treats each dtype on CPU, so
 # `onboard new-op --like OP` copies the behaviour the user actually has and practice
 # mode knows which dtypes reach the op's kernel. With `edges`, also the op's results
-# on float edge values (the practice test file keeps them). One JSON line after MARKER.
-import json
+# on float edge values (the practice test file keeps them). Run by path: it imports
+# _oracle_checks.py beside it. Answers one JSON object (onboard_answer).
 import sys
 from typing import Any
 
 import torch
 from _oracle_checks import DTYPES, edge_inputs, literal
+from onboard_answer import answer, finish
 
-MARKER = "@@ONBOARD-LIKE@@"
 name, kind = sys.argv[1], sys.argv[2]
 try:
     op = getattr(torch.ops.aten, name)
 except (AttributeError, RuntimeError):  # in the checkout's yaml, not in this torch
-    print(MARKER + json.dumps({"missing": True, "version": torch.__version__}))
-    sys.exit(0)
+    finish({"missing": True, "version": torch.__version__})
 nargs = 1 if kind == "unary" else 2
 dtypes: dict[str, dict[str, Any]] = {}
 report: dict[str, Any] = {"dtypes": dtypes, "version": torch.__version__}
@@ -59,4 +58,4 @@ if sys.argv[3:] == ["edges"]:
             }
         )
     report["edges"] = edges
-print(MARKER + json.dumps(report))
+answer(report)

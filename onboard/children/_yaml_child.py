@@ -1,12 +1,12 @@
 # Runs INSIDE the workspace's interpreter via `python -c` (torchgen from its
 # torch wheel, so the yaml is read by the parser of that very version).
 # Reads native_functions.yaml with torchgen and derivatives.yaml with PyYAML,
-# keeping line numbers; prints one JSON object after MARKER.
-import json
+# keeping line numbers; answers one JSON object (onboard_answer).
 import os
 import sys
 
-MARKER = "@@ONBOARD-YAML@@"
+import onboard_answer
+
 native_path, tags_path, derivatives_path = sys.argv[1], sys.argv[2], sys.argv[3]
 out: dict = {"functions": [], "derivatives": [], "errors": []}
 
@@ -79,4 +79,4 @@ if os.path.isfile(derivatives_path):
 else:
     out["errors"].append("no derivatives.yaml at " + derivatives_path)
 
-sys.stdout.write("\n" + MARKER + json.dumps(out) + "\n")
+onboard_answer.answer(out)

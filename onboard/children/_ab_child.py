@@ -1,5 +1,5 @@
 # Runs the user's script for `onboard ab`, one fresh process per run, in the
-# interpreter of that side: `python _ab_child.py CONFIG_JSON`.
+# interpreter of that side: `python -c ... CONFIG_JSON` (proc.ask_child).
 #
 # With an overlay (the workspace, or a commit), the checkout's Python files that
 # differ from the installed torch's are imported from the checkout, over the
@@ -12,7 +12,8 @@
 # (none is written into the checkout), so both sides pay the same start-up.
 #
 # Then the script runs as `python script.py ARGS` would (its folder first on
-# sys.path). At exit, one line after MARKER on stderr: the peak RSS of this
+# sys.path). At exit, its answer (onboard_answer, in a file: the script's output is
+# its own): the peak RSS of this
 # process and its children, the number of .py files compiled from source
 # during the run (the "compile" audit event, PEP 578: a side that compiles
 # torch's Python on every run is measured against one that reads bytecode),
@@ -25,7 +26,8 @@ import resource
 import runpy
 import sys
 
-MARKER = "@@ONBOARD-AB@@"
+import onboard_answer
+
 config = json.loads(sys.argv[1])
 
 if config.get("overlay"):
@@ -77,9 +79,7 @@ def report():
                 data["cuda_max_memory_allocated"] = torch.cuda.max_memory_allocated()
         except Exception:  # noqa: BLE001 - a report must not fail the run
             pass
-    sys.stdout.flush()
-    sys.stderr.write("\n" + MARKER + json.dumps(data) + "\n")
-    sys.stderr.flush()
+    onboard_answer.answer(data)
 
 
 script = config["script"]

@@ -8,7 +8,7 @@
 #   {"first": one request of _live_child.py,
 #    "index": null or {"path": file to write, "building": marker to remove,
 #                      "ops": {base: request}}}
-# The answer to "first" is printed after MARKER as _live_child.py prints it.
+# The answer to "first" is given (onboard_answer) as _live_child.py gives it.
 # After that nothing goes to stdout or stderr (onboard has stopped listening)
 # and, with "index", every request in "ops" is answered by the same code in
 # this one interpreter and written to "path" as JSON lines: a header line
@@ -26,7 +26,8 @@ import os
 import sys
 import warnings
 
-MARKER = "@@ONBOARD-LIVE@@"
+import onboard_answer
+
 FORMAT = 2  # live_index.FORMAT: the parent reads only headers of its own format
 warnings.simplefilter("ignore")
 
@@ -84,8 +85,8 @@ with open(sys.argv[1], encoding="utf-8") as per_op:
     code = compile(per_op.read(), "_live_child.py", "exec")
 
 
-def answer(question):
-    """What _live_child.py prints for `question`, run in this interpreter."""
+def ask(question):
+    """What _live_child.py answers to `question`, run in this interpreter."""
     out = io.StringIO()
     argv = sys.argv
     sys.argv = ["-c", json.dumps(question)]
@@ -94,21 +95,18 @@ def answer(question):
             exec(code, {"__name__": "__main__"})
     finally:
         sys.argv = argv
-    for line in out.getvalue().splitlines():
-        if line.startswith(MARKER):
-            return json.loads(line[len(MARKER) :])
-    return None
+    found, _garbled = onboard_answer.read(out.getvalue())
+    return found[-1] if found else None
 
 
 # Warm up on a question nobody asked; then wait for the real one.
 with contextlib.suppress(Exception):
-    answer({"entries": ["torch.add"], "ops": ["aten::add.Tensor"], "record": True,
+    ask({"entries": ["torch.add"], "ops": ["aten::add.Tensor"], "record": True,
             "group_overloads": False})  # fmt: skip
 request = json.loads(sys.stdin.read())
 first = request.get("first")
 if first is not None:
-    sys.stdout.write("\n" + MARKER + json.dumps(answer(first)) + "\n")
-    sys.stdout.flush()
+    onboard_answer.answer(ask(first))
 # onboard stops reading here: writing to its pipes could kill this process.
 devnull = os.open(os.devnull, os.O_RDWR)
 os.dup2(devnull, 1)
@@ -126,7 +124,7 @@ if index:
         body = io.BytesIO()
         for base, question in index["ops"].items():
             try:
-                found = answer(question)
+                found = ask(question)
             except Exception:  # one op the per-op code cannot answer: it is asked live later
                 found = None
             if found is not None:

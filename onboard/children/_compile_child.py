@@ -4,8 +4,8 @@
 # in-place variants (contiguous inputs take cpu_kernel_vec's Vectorized path,
 # strided ones its scalar path), the meta device, and torch.library.opcheck.
 # With "check": "oracle" (practice mode) the checks are _oracle_checks.py's.
-# Must run with ATEN_CPU_CAPABILITY=default (see the stub shim). One JSON line
-# after MARKER.
+# Must run with ATEN_CPU_CAPABILITY=default (see the stub shim). Run by path: it
+# imports _oracle_checks.py beside it. Answers one JSON object (onboard_answer).
 import io
 import json
 import os
@@ -14,14 +14,9 @@ import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
-MARKER = "@@ONBOARD-COMPILE@@"
+from onboard_answer import finish
+
 args = json.loads(sys.argv[1])
-
-
-def finish(payload):
-    print(MARKER + json.dumps(payload))
-    sys.exit(0)
-
 
 import torch  # noqa: E402
 from torch.utils import cpp_extension  # noqa: E402

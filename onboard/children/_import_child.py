@@ -1,17 +1,16 @@
 # Runs INSIDE the target interpreter via `python -c` (from the user's folder, so
 # sys.path is theirs): imports torch first, as every extension built against it
 # needs, then the module, and reports how that went and which compiled files
-# could be that module. Standard library only. Prints one JSON object after MARKER.
+# could be that module. Standard library only. Answers one JSON object (onboard_answer).
 #   argv[1]: the dotted module name
 import importlib
 import importlib.util
-import json
 import os
 import sys
 import sysconfig
-import traceback
 
-MARKER = "@@ONBOARD-IMPORT@@"
+import onboard_answer
+
 module = sys.argv[1]
 out: dict = {
     "module": module,
@@ -25,23 +24,18 @@ out: dict = {
 }
 
 
-def failure(exc):
-    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    return {"type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb[-6:])}
-
-
 try:
     import torch
 
     out["torch"] = str(torch.__version__)
 except BaseException as exc:  # torch itself is broken: the doctor's probe says why
-    out["torch_error"] = failure(exc)
+    out["torch_error"] = onboard_answer.error(exc)
 
 try:
     loaded = importlib.import_module(module)
     out["origin"] = getattr(loaded, "__file__", None)
 except BaseException as exc:
-    out["error"] = failure(exc)
+    out["error"] = onboard_answer.error(exc)
 
 # Every compiled file on sys.path that is this module under some tag:
 # name.cpython-310-x86_64-linux-gnu.so, name.abi3.so, name.so.
@@ -76,4 +70,4 @@ if wanted:
     except Exception:
         pass
 
-sys.stdout.write("\n" + MARKER + json.dumps(out) + "\n")
+onboard_answer.answer(out)

@@ -4,14 +4,15 @@
 # through PYTHONPATH or a .pth file is still seen (the candidates below), and
 # doctor checks the user's own folder separately (torchenv.shadowing_tree).
 # Standard library only: the target may be any Python 3 with or without torch.
+# Answers twice (onboard_answer): before `import torch` and after it.
 import importlib.util
 import json
 import os
 import sys
 import sysconfig
-import traceback
 
-MARKER = "@@ONBOARD-PROBE@@"
+import onboard_answer
+
 out: dict = {
     "python": {
         "executable": sys.executable,
@@ -73,15 +74,10 @@ except Exception:
     out["numpy"] = None
 
 
-def emit():
-    sys.stdout.write("\n" + MARKER + json.dumps(out) + "\n")
-    sys.stdout.flush()
-
-
 # Everything known so far goes out first: if importing torch kills the
 # interpreter (a segfault in a mismatched extension), the parent still gets
 # these facts and reports how the child died.
-emit()
+onboard_answer.answer(out)
 
 if spec is not None:
     out["stage"] = "imported"
@@ -135,12 +131,7 @@ if spec is not None:
             info["cuda_error"] = str(exc)
         out["torch"] = info
     except BaseException as exc:
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        out["import_error"] = {
-            "type": type(exc).__name__,
-            "message": str(exc),
-            "traceback": "".join(tb[-6:]),
-        }
+        out["import_error"] = onboard_answer.error(exc)
         # Where the compiled extension is, even though it would not load.
         tdir = os.path.dirname(spec.origin) if spec.origin else None
         if tdir and os.path.isdir(tdir):
@@ -151,4 +142,4 @@ if spec is not None:
             )
 
 out["stage"] = "done"
-emit()
+onboard_answer.answer(out)

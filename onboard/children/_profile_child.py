@@ -22,7 +22,8 @@ from types import FrameType
 from typing import Any
 
 import torch
-from onboard_launch import REQUEST, run_user_program, torch_facts, write_answer
+from onboard_answer import answer
+from onboard_launch import REQUEST, run_user_program, torch_facts
 from torch._C._profiler import _EventType, _ExperimentalConfig
 from torch.autograd.profiler import profile
 from torch.overrides import TorchFunctionMode
@@ -435,7 +436,7 @@ if torch.cuda.is_available() and torch.cuda.is_initialized():
         "max_allocated": torch.cuda.max_memory_allocated(),
     }
 
-write_answer(
+answer(
     {
         "torch": torch_facts(),
         "status": status,
