@@ -316,6 +316,14 @@ def test_python_meta_kernel_at_its_function_and_the_shadowed_cpp_one(clone_ws: P
     res = CliRunner().invoke(cli, ["where", "trunc", "--workspace", str(clone_ws)])
     assert "Meta (inactive) (trunc" in res.output  # shown without -v: it is not what runs
     assert "not run: the Python Meta kernel above runs instead" in res.output
+    # With the generated sources at hand the row points at torchgen's wrapper, and is
+    # still the one that does not run.
+    generated = where("trunc", workspace=str(clone_ws), generated=True)
+    shadowed = [
+        r for r in generated.dispatch if r.op == "aten::trunc" and r.key == "Meta (inactive)"
+    ]
+    assert len(shadowed) == 1 and shadowed[0].implementation == "wrapper_Meta_trunc"
+    assert shadowed[0].shadowed_by == "the Python Meta kernel above runs instead"
 
 
 def _line_of_text(path: Path, needle: str) -> int:
@@ -386,9 +394,12 @@ def test_a_cache_entry_of_the_wrong_shape_is_rebuilt_silently(
 
     shapes = {"yaml-": native_yaml.SHAPE, "live-": live.SHAPE, "kernels-": kernels.SHAPE}
     argv = ["where", "trunc", "--workspace", str(clone_ws), "--json"]
-    assert run_cli(cli, argv) == 0
+    assert run_cli(cli, argv) == 0  # the shared cache has every entry now
+    capsys.readouterr()
+    cache = private_cache()
+    assert run_cli(cli, argv) == 0  # the answer from this test's own copy, untouched
     before = json.loads(capsys.readouterr().out)
-    entries = sorted(private_cache().glob(prefix + "*.json"))
+    entries = sorted(cache.glob(prefix + "*.json"))
     assert entries
     for path in entries:
         data = json.loads(path.read_text())

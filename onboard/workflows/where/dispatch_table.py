@@ -87,19 +87,20 @@ def _registrations(
                 )
             )
             continue
-        made = codegen.wrapper_at(smap, at, op)
-        if made is not None:  # the wrapper torchgen wrote, not its registration block
-            out.append(
-                Registration(
-                    op, reg.key, made[1], reg.alias, reg.inactive, at, implementation=made[0]
-                )
-            )
-            continue
         shadow = None
         if reg.inactive and plain_key in python_keys:
             shadow = f"the Python {plain_key} kernel above runs instead"
         elif reg.inactive:
             shadow = f"another {plain_key} kernel runs instead"
+        made = codegen.wrapper_at(smap, at, op)
+        if made is not None:  # the wrapper torchgen wrote, not its registration block
+            out.append(
+                Registration(
+                    op, reg.key, made[1], reg.alias, reg.inactive, at, implementation=made[0],
+                    shadowed_by=shadow,
+                )
+            )  # fmt: skip
+            continue
         out.append(Registration(op, reg.key, at, reg.alias, reg.inactive, shadowed_by=shadow))
     return out
 
