@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures.pytorch_repo import find_package_dir, find_torch_dir  # noqa: E402
 
+from onboard import git  # noqa: E402
 from onboard import workspace as ws_mod  # noqa: E402
 from onboard.workflows.harvest import scan  # noqa: E402
 from onboard.workflows.reference_tree import build, plan  # noqa: E402
@@ -58,6 +59,10 @@ def _wall(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
 def _tree(dest: Path) -> Path:
     tree = plan(find_torch_dir(), find_package_dir("torchgen"))
     build(dest, tree, torch_version="bench", commit=COMMIT, version_txt="2.13.0")
+    # As `onboard setup` leaves it (setup/create.py): git's stat cache refreshed
+    # once. A tree written in the same second as its index is otherwise re-read
+    # by every read-only `git status` (0.13 s here), which cannot write it back.
+    git.status.refresh_index(dest)
     return dest
 
 

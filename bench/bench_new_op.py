@@ -64,7 +64,18 @@ def _header_compile(base: Path) -> float:
     return statistics.median(_wall(args, base) for _ in range(2))
 
 
-def _cold_row(label: str, seconds: float, peer: float, ok: bool, steps: list) -> None:
+def _outcome(steps: list) -> str:
+    """What verify said, in words: a fresh scaffold fails one check by design (its
+    math is still new-op's placeholder), which the row names rather than hides."""
+    failed = [s.name for s in steps if s.status == "failed"]
+    if not failed:
+        return "passed"
+    if failed == ["no new-op placeholder left"]:
+        return "every check passed but the placeholder one, as for any unwritten scaffold"
+    return "FAILED: " + ", ".join(failed)
+
+
+def _cold_row(label: str, seconds: float, peer: float, steps: list, outcome: str = "") -> None:
     ratio = seconds / peer
     met = ratio <= COLD_TARGET_RATIO  # the same-run ratio: load slows both alike
     parts = ", ".join(f"{s.name} {s.seconds:.0f} s" for s in steps if s.seconds >= 1)
@@ -72,7 +83,7 @@ def _cold_row(label: str, seconds: float, peer: float, ok: bool, steps: list) ->
         f"{label}: {seconds:.1f} s on {os.cpu_count()} cores = {ratio:.1f}x one "
         f"<torch/library.h> compile ({peer:.1f} s, same run); target <= {COLD_TARGET_RATIO}x "
         f"(<= {COLD_TARGET_S:.0f} s on a quiet 2-core machine): {'met' if met else 'NOT met'} "
-        f"({'passed' if ok else 'FAILED'}; {parts}; load {os.getloadavg()[0]:.1f})"
+        f"({outcome or _outcome(steps)}; {parts}; load {os.getloadavg()[0]:.1f})"
     )
 
 
@@ -136,17 +147,21 @@ def main() -> None:
         judged = judge_op(practice, "trunc")
         judged_s = time.perf_counter() - start
         peers.append(_header_compile(base))
-        _cold_row("verify cold (new op)", cold_s, statistics.mean(peers[:2]), cold.ok, cold.steps)
+        _cold_row("verify cold (new op)", cold_s, statistics.mean(peers[:2]), cold.steps)
         # Fails by design: the kernel is not written yet; the time is what counts.
         peer = statistics.mean(peers[1:])
-        _cold_row("verify cold (practice trunc)", judged_s, peer, True, judged.steps)
+        failed = [s.name for s in judged.steps if s.status == "failed"]
+        _cold_row(
+            "verify cold (practice trunc)", judged_s, peer, judged.steps,
+            outcome=f"fails by design, the kernel not written yet: {', '.join(failed) or 'none'}",
+        )  # fmt: skip
         import_torch = _wall([sys.executable, "-c", "import torch"], base)
         start = time.perf_counter()
         warm = verify_op(ws, "my_frac")
         warm_s = time.perf_counter() - start
         print(
             f"verify warm: {warm_s:.1f} s (ratio {warm_s / import_torch:.1f}x vs "
-            f"python -c 'import torch' {import_torch:.1f} s; {'passed' if warm.ok else 'FAILED'})"
+            f"python -c 'import torch' {import_torch:.1f} s; {_outcome(warm.steps)})"
         )
 
 

@@ -109,3 +109,36 @@ def test_a_held_lock_names_the_git_process_holding_it(
     assert "rm " not in (err.next_step or "")  # never remove a lock a live git holds
     # reading state meanwhile works, and takes nothing from the commit
     assert git.status.status_porcelain(repo, untracked=False) != []
+
+
+def _racily_clean(repo: Path) -> list[str]:
+    """Tracked files no older than the index, to the second: git cannot trust their
+    cached stat (git's Documentation/technical/racy-git.txt), so a read-only `git
+    status`, which writes no index back, re-reads each of them on every call."""
+    index_second = (repo / ".git" / "index").stat().st_mtime_ns // 1_000_000_000
+    racy, path = [], ""
+    for line in _git(repo, "ls-files", "--debug").splitlines():
+        if not line.startswith(" "):
+            path = line
+        elif line.strip().startswith("mtime:") and (
+            int(line.split()[1].split(":")[0]) >= index_second
+        ):
+            racy.append(path)
+    return racy
+
+
+def test_a_tree_just_written_is_refreshed_past_its_racy_second(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    # Start at the top of a second, so that the files, the commit and an immediate
+    # refresh all fall within it, as for a tree written just before setup refreshes.
+    now = time.time()
+    time.sleep(int(now) + 1 - now)
+    for n in range(50):
+        (root / f"f{n}.py").write_text(f"# {n}\n", encoding="utf-8")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "tree")
+    assert _racily_clean(root)  # as the tree was written: every file in the index's second
+    git.status.refresh_index(root)
+    assert _racily_clean(root) == []
