@@ -152,4 +152,4 @@ class Sources:
                 "GitHub links at its commit; kernel functions and DispatchStubs in .cpp files "
                 "need a full checkout (`onboard setup DIR`, then run this inside DIR)."
             )
-        return self.ctx.ws.limitation("The kernel functions in .cpp/.cu files")
+        return self.ctx.ws.limitation("Showing the kernel functions in .cpp/.cu files")
