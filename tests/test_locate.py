@@ -634,3 +634,31 @@ def test_the_check_index_has_the_shape_its_reader_accepts(tmp_path: Path) -> Non
     assert data["files"]["c10/util/Exception.h"]["s"] and data["files"]["c10/util/Exception.h"]["d"]
     assert data["files"]["torch/optim/sgd.py"]["s"]
     assert matches(data, checks.SHAPE)
+
+
+def test_a_command_that_leaves_a_child_running_is_answered_when_it_exits(
+    clone_ws: Path, tmp_path: Path
+) -> None:
+    # The script raises and exits; its own child sleeps on. The answer is what the
+    # script printed: locate neither waits for the child until its timeout nor
+    # leaves it running.
+    from fixtures.events import gone
+
+    marker = tmp_path / "child.pid"
+    script = tmp_path / "leaves_a_child.py"
+    script.write_text(
+        "import subprocess, sys, torch\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "torch.ones(2, 3) @ torch.ones(4, 5)\n"
+    )
+    result = locate(
+        LocateRequest(command=[sys.executable, str(script)], workspace=str(clone_ws), timeout=60)
+    )
+    assert result.verdict in (FOUND, MATCHED) and result.command_exit == 1
+    assert result.message and MM_MESSAGE in result.message
+    child = int(marker.read_text())
+    assert gone(child, 10)
+    assert any("left 1 process running" in x and str(child) in x for x in result.limitations), (
+        result.limitations
+    )

@@ -37,12 +37,17 @@ def run(ctx: TreeContext, request: LocateInput) -> Ran:
         timeout=request.timeout,
         check=False,
         what=f"`{' '.join(argv)}`",
+        # The answer is in what the command printed before it exited: a daemon or a
+        # worker it left behind must not hold the run until the timeout.
+        until_main_exits=True,
     )
     output = done.stdout + "\n" + done.stderr
     trace = cpp_trace.parse(output)
     result = LocateResult(
         mode=COMMAND, verdict=NO_ERROR, command=argv, command_exit=done.returncode
     )
+    if done.left_running:
+        result.limitations.append(proc.left_note(done.left_running, "The command"))
     here = torchenv.shadowing_tree(Path.cwd())
     if here is not None:
         # The command runs where the user stands, as it would without onboard.
