@@ -944,3 +944,33 @@ def test_submodule_sync_gives_up_on_a_remote_that_never_answers(tmp_path: Path) 
     assert accepted >= 1
     assert not result.ok and result.returncode == 124
     assert "printed nothing for 1 s" in result.stderr
+
+
+def test_a_repro_that_leaves_a_child_running_is_decided_when_it_exits(
+    pytorch_repo_factory: RepoFactory, tmp_path: Path
+) -> None:
+    # Each run starts a sleeper it never waits for (a DataLoader worker or a daemon
+    # left behind): the step is decided by the repro's own exit, and the sleepers
+    # are stopped, not waited for until --timeout.
+    from fixtures.events import gone
+
+    info = _make(pytorch_repo_factory)
+    pids = tmp_path / "children"
+    repro = _repro(
+        tmp_path,
+        f"""
+        import subprocess
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        open({str(pids)!r}, "a").write(f"{{child.pid}}\\n")
+        sys.exit(0 if ok else 1)
+        """,
+    )
+    result = run_bisect(
+        BisectRequest(repro=repro, good=info.commits[0], repo=str(info.path), timeout=20)
+    )
+    c = result.commits
+    assert c is not None and c.culprit is not None and c.culprit.sha == info.regression_sha
+    assert not c.skipped
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == c.executions
+    assert all(gone(pid, 10) for pid in started)

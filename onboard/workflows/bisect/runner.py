@@ -171,6 +171,9 @@ class ReproRunner:
                 timeout=self.timeout,
                 check=False,
                 what="The repro",
+                # Its verdict is its exit status: a worker or daemon it left behind
+                # is stopped, not waited for until the timeout.
+                until_main_exits=True,
             )
         except ProcTimeout as exc:
             assert self.timeout is not None
