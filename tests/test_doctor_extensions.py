@@ -244,6 +244,28 @@ def test_torch_library_without_rpath_through_a_script(ext_dir: Path, tmp_path: P
     assert "Import torch before ext_abi" in finding.fix
 
 
+def test_a_script_that_leaves_a_child_running_is_read_when_it_exits(
+    ext_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The script's child sleeps on after the script failed: the answer is what the
+    # script printed, read when it exits; the child is stopped, not waited for.
+    from fixtures.events import gone
+
+    monkeypatch.setattr(extension, "IMPORT_TIMEOUT", 30.0)
+    shutil.copy2(ext_dir / f"ext_norpath{SUFFIX}", tmp_path / f"ext_abi{SUFFIX}")
+    marker = tmp_path / "child.pid"
+    script = tmp_path / "use_ext.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "import ext_abi\n"
+    )
+    report = diagnose(None, None, Reporter(), cwd=tmp_path, command=[sys.executable, str(script)])
+    assert report.finding("extension-torch-library-not-found") is not None
+    assert gone(int(marker.read_text()), 10)
+
+
 def test_working_extension(env: TorchEnv, ext_dir: Path) -> None:
     [ok] = extension.explain(env, _explain(env, ext_dir, "ext_good"), sys.executable, str(ext_dir))
     assert ok.id == "extension-import-ok" and not ok.needs_action

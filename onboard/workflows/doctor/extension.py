@@ -122,7 +122,11 @@ def attempt_command(argv: list[str], cwd: str, sys_path: tuple[str, ...]) -> Imp
 
     shown = f"`{shlex.join(argv)}`"
     try:
-        result = proc.run(argv, cwd=cwd, timeout=IMPORT_TIMEOUT, check=False, what=shown)
+        # Done when the command's own process exits (what it printed is the answer):
+        # a child it left behind is stopped, not waited for until the timeout.
+        result = proc.run(
+            argv, cwd=cwd, timeout=IMPORT_TIMEOUT, check=False, what=shown, until_main_exits=True
+        )
     except OnboardError as exc:
         raise OnboardError(
             f"Could not run {shown}: {exc.message}",
