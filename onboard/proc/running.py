@@ -131,9 +131,9 @@ def start(
     )
     if background:
         _lower_autogroup(popen.pid)
-    running = Running(popen, argv, token, began, timeout, check, input, what, next_step)
-    running.until_main_exits = until_main_exits
-    return running
+    return Running(
+        popen, argv, token, began, timeout, check, input, what, next_step, until_main_exits
+    )
 
 
 class Running:
@@ -150,6 +150,7 @@ class Running:
         input: str | bytes | None,
         what: str | None,
         next_step: str | None,
+        until_main_exits: bool = False,
     ) -> None:
         self._popen = popen
         self.argv = argv
@@ -161,7 +162,7 @@ class Running:
         self._what = what
         self._next_step = next_step
         self._result: Result | None = None
-        self.until_main_exits = False  # see ``run``
+        self.until_main_exits = until_main_exits  # see ``run``
 
     @property
     def pid(self) -> int:
