@@ -184,6 +184,38 @@ def test_dry_run_text_explains_each_value(
     assert "pre-flight" in out and "estimate" in out
 
 
+def test_the_disk_and_memory_checks_hold_a_cmake_checkout_to_the_estimate(
+    tmp_path: Path,
+    torch_probe: torchenv.TorchEnv,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from onboard.workflows.build import machine
+
+    cmake = {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.18)\nproject(Torch)\n"}
+    ws = make_workspace(tmp_path / "ws", extra_files=cmake)
+    argv = ["build", "--dry-run", "--json", "--cache", "none", "--workspace", str(ws.root)]
+    monkeypatch.setattr(machine, "free_disk", lambda path: 10 * GIB)
+    code, out, _ = in_process(argv, torch_probe, monkeypatch, capsys)
+    data = json.loads(out)
+    disk = data["preflight"]["disk"]
+    assert code == 1 and not data["ok"] and not disk["ok"]
+    assert disk["detail"].startswith("10.0 GiB free where the checkout is, the build needs ~")
+    assert f"~{data['estimate']['disk_gib']:g} GiB" in disk["detail"]
+    assert "--debinfo FILE" in disk["fix"]
+    monkeypatch.setattr(machine, "free_disk", lambda path: 1000 * GIB)
+    _, out, _ = in_process(argv, torch_probe, monkeypatch, capsys)
+    assert json.loads(out)["preflight"]["disk"]["ok"]
+    # A tree built by setup.py alone (no CMakeLists.txt) is not held to PyTorch's estimate.
+    plain = make_workspace(tmp_path / "plain")
+    monkeypatch.setattr(machine, "free_disk", lambda path: 1 * GIB)
+    argv = ["build", "--dry-run", "--json", "--cache", "none", "--workspace", str(plain.root)]
+    code, out, _ = in_process(argv, torch_probe, monkeypatch, capsys)
+    checks = json.loads(out)["preflight"]
+    assert checks["disk"]["ok"] and checks["memory"]["ok"]
+    assert "no CMakeLists.txt (1 GiB free)" in checks["disk"]["detail"]
+
+
 def test_plan_build_types_and_debinfo(tmp_path: Path, torch_probe: torchenv.TorchEnv) -> None:
     ws = make_workspace(tmp_path / "ws")
     rep = Reporter()

@@ -89,6 +89,9 @@ def changes_since(repo: PathLike, base: str) -> dict[str, str]:
     return changes
 
 
+_COARSE_CLOCK_LAG = 0.05  # seconds: several ticks even at HZ=100
+
+
 def refresh_index(repo: PathLike) -> None:
     """Bring git's stat cache up to date (a writer's `git update-index --refresh`) for a
     tree just written; a failure only leaves it as it was.
@@ -97,9 +100,14 @@ def refresh_index(repo: PathLike) -> None:
     the second (git's Documentation/technical/racy-git.txt): an index written in the
     same second as the files leaves them "racily clean", re-read by every read-only
     `git status` (0.13 s on the wheel's 12k files), which writes nothing back. So the
-    refresh waits for the next second first (at most one, once per new tree)."""
+    refresh waits for the next second first (at most one, once per new tree).
+
+    The wait runs a little past the second: file times come from the kernel's coarse
+    clock, which trails ``time.time()`` by up to a scheduler tick (1-10 ms), so an
+    index written right at the top of the second could still be stamped with the old
+    one."""
     now = time.time()
-    time.sleep(math.floor(now) + 1 - now)
+    time.sleep(math.floor(now) + 1 + _COARSE_CLOCK_LAG - now)
     core.git(repo, "update-index", "-q", "--refresh", check=False)
 
 

@@ -42,7 +42,8 @@ def check(
     """Every check, in the order the build would trip over them."""
     checks = compilers()
     install: list[str] = []
-    if (checkout / "CMakeLists.txt").is_file():
+    cmake_build = (checkout / "CMakeLists.txt").is_file()
+    if cmake_build:
         minimum = min_cmake(checkout)
         for name, at_least, spec in (
             ("cmake", minimum, f"cmake>={_fmt(minimum)}"),
@@ -53,7 +54,19 @@ def check(
             install += [needs] if needs else []
     else:
         checks.append(Check("cmake", True, "not used: the checkout has no CMakeLists.txt"))
-    checks += [submodules(root, checkout), disk(estimate), memory(estimate, jobs)]
+    checks.append(submodules(root, checkout))
+    if cmake_build:
+        checks += [disk(estimate), memory(estimate, jobs)]
+    else:
+        # The estimate is PyTorch's CMake build's; a setup.py-only tree needs a fraction
+        # of it, so holding it to that would refuse a build that fits.
+        unsized = "not checked: the estimate is for PyTorch's CMake build, and the checkout"
+        checks += [
+            Check("disk", True, f"{unsized} has no CMakeLists.txt "
+                  f"({estimate.free_disk_gib:.0f} GiB free)"),
+            Check("memory", True, f"{unsized} has no CMakeLists.txt "
+                  f"({estimate.available_memory_gib:.1f} GiB available)"),
+        ]  # fmt: skip
     return Preflight(checks=tuple(checks), install=tuple(install))
 
 
