@@ -422,7 +422,17 @@ auto r = R"never closed // TODO: after an unterminated raw string opener
 """
 
 
-@pytest.mark.parametrize(("path", "source"), [("torch/t.py", _TRICKY_PY), ("c10/t.h", _TRICKY_C)])
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("torch/t.py", _TRICKY_PY),
+        ("c10/t.h", _TRICKY_C),
+        # CRLF: a backslash before "\r\n" splices lines as one before "\n" does.
+        ("torch/t.py", _TRICKY_PY.replace("\n", "\r\n")),
+        ("c10/t.h", _TRICKY_C.replace("\n", "\r\n")),
+    ],
+    ids=["python", "c", "python-crlf", "c-crlf"],
+)
 def test_lexing_only_some_lines_finds_what_the_whole_file_lexer_finds(
     path: str, source: str
 ) -> None:

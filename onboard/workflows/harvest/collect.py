@@ -271,7 +271,7 @@ def file_result(fc: scan.FileComments, tests: rank.NearbyTests) -> FileResult:
         occurrence = seen[norm]
         seen[norm] += 1
         item = Item(
-            id=rank.stable_id(path, c.text, occurrence),
+            id=rank.stable_id(path, c.text, occurrence, normalised=norm),
             path=path,
             line=c.line,
             end_line=c.end_line,

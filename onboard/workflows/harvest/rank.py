@@ -146,12 +146,13 @@ def matches_module(module: str, wanted: str) -> bool:
     return any(have[i : i + n] == want for i in range(len(have) - n + 1))
 
 
-def stable_id(path: str, text: str, occurrence: int = 0) -> str:
+def stable_id(path: str, text: str, occurrence: int = 0, *, normalised: str | None = None) -> str:
     """Path + normalised text (no line number): the id survives edits above it.
 
     Identical comments in one file get their order of appearance mixed in.
+    ``normalised``: ``forms.normalise(text)``, when the caller has it already.
     """
-    key = f"{path}\0{forms.normalise(text)}"
+    key = f"{path}\0{forms.normalise(text) if normalised is None else normalised}"
     if occurrence:
         key += f"\0{occurrence}"
     return sha1_hex(key.encode())[:10]

@@ -300,6 +300,9 @@ def lex_file(
         hits, changed = lexer.find_hits(data), REREAD
     comments, unterminated = lexer.comments_on_lines(path, data, hits)
     # "@generated" in the first 2048 characters (at most 4 bytes each).
-    generated = generated_header(data[:8192].decode("utf-8", "replace"))
+    head = data[:8192]
+    generated = _GENERATED_MARK.encode() in head and generated_header(
+        head.decode("utf-8", "replace")
+    )
     hit_lines = tuple(line for line, _ in hits)
     return FileComments(path, generated, unterminated, tuple(comments), hit_lines, changed)
