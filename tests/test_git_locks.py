@@ -131,10 +131,12 @@ def test_a_tree_just_written_is_refreshed_past_its_racy_second(tmp_path: Path) -
     root = tmp_path / "tree"
     root.mkdir()
     _git(root, "init", "-q", "-b", "main")
-    # Start at the top of a second, so that the files, the commit and an immediate
-    # refresh all fall within it, as for a tree written just before setup refreshes.
+    # Start just past the top of a second (by the kernel's coarse clock, which stamps
+    # files and trails time.time() by up to a tick), so that the files, the commit and
+    # an immediate refresh all fall within it, as for a tree written just before setup
+    # refreshes.
     now = time.time()
-    time.sleep(int(now) + 1 - now)
+    time.sleep(int(now) + 1.05 - now)
     for n in range(50):
         (root / f"f{n}.py").write_text(f"# {n}\n", encoding="utf-8")
     _git(root, "add", "-A")
