@@ -47,7 +47,7 @@ def run(ctx: TreeContext, request: LocateInput) -> Ran:
         mode=COMMAND, verdict=NO_ERROR, command=argv, command_exit=done.returncode
     )
     if done.left_running:
-        result.limitations.append(proc.left_note(done.left_running, "The command"))
+        result.notes.append(proc.left_note(done.left_running, "The command"))
     here = torchenv.shadowing_tree(Path.cwd())
     if here is not None:
         # The command runs where the user stands, as it would without onboard.

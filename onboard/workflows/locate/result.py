@@ -79,7 +79,8 @@ class LocateResult:
     python_frames: list[SourceLoc] = field(default_factory=list)
     next_step: str | None = None
     explanation: str | None = None
-    limitations: list[str] = field(default_factory=list)
+    limitations: list[str] = field(default_factory=list)  # what the answer could not see
+    notes: list[str] = field(default_factory=list)  # what onboard did beside the answer
     commit: str | None = None
     warm: dict[str, bool] = field(default_factory=dict)
     confidence: str = confidence.NONE
@@ -118,6 +119,7 @@ class LocateResult:
             "explanation": self.explanation,
             "next_step": self.next_step,
             "limitations": self.limitations,
+            "notes": self.notes,
             "commit": self.commit,
             "cache_warm": self.warm,
         }
