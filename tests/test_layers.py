@@ -134,13 +134,48 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles(graph) == [["a", "b", "c"]]
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _module_aliases(name: str, tree: ast.AST) -> dict[str, str]:
+    """Local name -> the onboard module it is bound to (``from onboard.x import y``
+    where y is a module, ``import onboard.x as y``)."""
+    aliases: dict[str, str] = {}
+    for node in _runtime_imports(tree):
+        for alias in node.names:
+            local = alias.asname or alias.name
+            if isinstance(node, ast.Import):
+                if alias.asname and alias.name in MODULES:
+                    aliases[local] = alias.name
+                continue
+            for target, names in _targets(name, ast.ImportFrom(node.module, [alias], node.level)):
+                if not names:
+                    aliases[local] = target
+    return aliases
+
+
 def test_no_module_uses_another_modules_private_names() -> None:
     offenders = []
     for name, edges in _graph().items():
+        own_package = name.rsplit(".", 1)[0] + "._"
         for target, names in edges.items():
-            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
-            if private and not target.startswith(name.rsplit(".", 1)[0] + "._"):
+            private = [n for n in names if _private(n)]
+            if private and not target.startswith(own_package):
                 offenders.append(f"{name} takes {private} from {target}")
+        # ...nor through the module: `module._name`, a subclass of `module._Class`.
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        aliases = _module_aliases(name, tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and _private(node.attr)
+                and not aliases[node.value.id].startswith(own_package)
+                and aliases[node.value.id] != name
+            ):
+                offenders.append(f"{name}:{node.lineno} uses {node.value.id}.{node.attr}")
     assert offenders == []
 
 

@@ -5,7 +5,7 @@ interpreter (``children/_import_child.py``, from the user's folder); ``onboard d
 python script.py`` runs the script. Either way the loader's complaint
 (``undefined symbol``, ``cannot open shared object file``, ``version `GLIBCXX_..'
 not found``) and the extension's ELF headers go through the same analysis as a
-broken ``import torch`` (``import_failure._Context``), told for the extension:
+broken ``import torch`` (``import_failure.ImportContext``), told for the extension:
 a symbol mangled for the other ``_GLIBCXX_USE_CXX11_ABI`` (which side has
 which, the flag to drop), a C++ function this torch does not define (which
 torch its package asks for, whether this torch's headers still declare it), a
@@ -234,7 +234,7 @@ def explain(env: TorchEnv, attempt: ImportAttempt, python: str | None, cwd: str)
     return [ctx.generic()]
 
 
-class _ExtensionContext(import_failure._Context):
+class _ExtensionContext(import_failure.ImportContext):
     """The import-failure analysis, told about the user's extension instead of torch's _C."""
 
     def __init__(

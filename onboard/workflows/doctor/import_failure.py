@@ -43,7 +43,7 @@ def explain(env: TorchEnv, python: str | None, cwd: str | None) -> list[Finding]
     torch_dir = Path(env.spec_origin).parent
     # The child lists them after a failed import; after a crash it never got there.
     exts = [Path(p) for p in err.get("extensions") or []] or sorted(torch_dir.glob("_C*.so"))
-    ctx = _Context(env, python, cwd, torch_dir, exts, message)
+    ctx = ImportContext(env, python, cwd, torch_dir, exts, message)
     findings: list[Finding] = []
 
     if err.get("type") == "crash":
@@ -76,7 +76,7 @@ def explain(env: TorchEnv, python: str | None, cwd: str | None) -> list[Finding]
     return findings
 
 
-class _Context:
+class ImportContext:
     """What the extension files say (read once, asked by each finding), and the
     loader's first complaint told as a finding (``import_findings``). An
     extension's subclass (``extension``) overrides the hooks that name its files
