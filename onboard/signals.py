@@ -128,6 +128,11 @@ def late_signal() -> int | None:
     return _state.late
 
 
+def unfinished() -> tuple[int | None, int]:
+    """(a signal still held back, critical sections still open): (None, 0) between runs."""
+    return _state.pending, _state.depth
+
+
 def reset() -> None:
     """Forget the run's state (the CLI calls it per invocation; tests run many)."""
     _state.depth = 0

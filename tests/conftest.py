@@ -376,7 +376,7 @@ def _run_state_reset() -> Iterator[None]:
     from onboard.proc.spawn import spawned
 
     yield
-    left = (signals._state.pending, signals._state.depth)
+    left = signals.unfinished()
     signals.reset()
     spawned.stopping = False
     assert left == (None, 0), f"signals state left behind: {left}"
