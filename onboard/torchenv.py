@@ -180,6 +180,46 @@ class TorchEnv:
         return data
 
 
+@dataclass(frozen=True)
+class Packages:
+    """Where an interpreter would import packages from (found, not imported)."""
+
+    python_version: str  # "3.11"
+    folders: dict[str, Path | None]  # package -> its folder (None: not importable)
+
+
+def find_packages(
+    python: str,
+    *names: str,
+    cwd: str | os.PathLike[str] | None = None,
+    isolate: bool = True,
+    what: str | None = None,
+    next_step: str | None = None,
+    timeout: float = 60,
+) -> Packages:
+    """The folders of ``names`` as ``python`` would import them, without importing them.
+
+    ``isolate``: from an empty folder (or ``cwd``) with PYTHONSAFEPATH=1, as the probe
+    sees the installed packages; otherwise from ``cwd`` as a plain run there would (a
+    checkout's torch/ in that folder is then what it finds). An interpreter that cannot
+    run or answer raises ``OnboardError`` (``proc.NoAnswer``, ``proc.ChildTimeout``)."""
+    where = isolated(cwd) if isolate else {"cwd": cwd}
+    asked = proc.ask_child(
+        python,
+        "_spec_child.py",
+        *names,
+        **where,
+        timeout=timeout,
+        what=what or f"Finding {', '.join(names)} for {python}",
+        next_step=next_step,
+    )
+    found = asked.data.get("packages", {}) if isinstance(asked.data, dict) else {}
+    return Packages(
+        python_version=str(asked.data.get("python", "")) if isinstance(asked.data, dict) else "",
+        folders={n: Path(found[n]) if found.get(n) else None for n in names},
+    )
+
+
 def probe(python: str | None = None, *, cwd: str | os.PathLike[str] | None = None) -> TorchEnv:
     """Probe the torch that ``python`` imports: the installed one, seen from an
     empty folder (or ``cwd``) with PYTHONSAFEPATH=1, never a checkout's torch/

@@ -147,6 +147,45 @@ def test_probe_never_imports_the_torch_of_the_folder_onboard_runs_in(
     assert env.torch is not None and env.python.cwd == str(checkout)
 
 
+def test_find_packages_finds_without_importing(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")  # this interpreter's answer, asked here
+    assert spec is not None and spec.submodule_search_locations
+    installed = Path(list(spec.submodule_search_locations)[0])
+    found = torchenv.find_packages(sys.executable, "torch", "torchgen", "no_such_package_xyz")
+    assert found.folders["torch"] == installed
+    assert found.folders["torchgen"] == installed.parent / "torchgen"
+    assert found.folders["no_such_package_xyz"] is None
+    assert found.python_version == "{}.{}".format(*sys.version_info[:2])
+    # A folder whose torch/ raises on import: found (not imported) when not isolated,
+    # as a plain run there sees it; kept out when isolated, as the probe does.
+    checkout = tmp_path / "pytorch"
+    (checkout / "torch").mkdir(parents=True)
+    (checkout / "torch" / "__init__.py").write_text("raise ImportError('the checkout')\n")
+    plain = torchenv.find_packages(sys.executable, "torch", cwd=checkout, isolate=False)
+    assert plain.folders["torch"] == checkout / "torch"
+    assert torchenv.find_packages(sys.executable, "torch", cwd=checkout).folders["torch"] == (
+        installed
+    )
+
+
+def test_an_interpreter_without_torch_is_no_ab_side(tmp_path: Path) -> None:
+    from onboard.errors import BadInput
+    from onboard.workflows.ab import sides
+
+    venv = tmp_path / "venv"  # this interpreter, without the packages installed in it
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    bare = str(venv / "bin" / "python")
+    with pytest.raises(BadInput) as exc:
+        sides.torch_dir(bare, tmp_path)
+    assert exc.value.message == f"{bare} cannot be an A/B side: it has no torch."
+    assert f"onboard doctor --python {bare}" in (exc.value.next_step or "")
+    with pytest.raises(BadInput) as exc:
+        sides.torch_dir(str(tmp_path / "no-python"), tmp_path)
+    assert "cannot be an A/B side: it failed:" in exc.value.message
+
+
 def test_build_prefix_scan_is_cached(isolated_home: Path, torch_wheel_dir: Path) -> None:
     lib = torchenv.find_library(torch_wheel_dir)
     assert lib is not None

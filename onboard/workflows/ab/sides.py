@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onboard import git, proc
+from onboard import git, proc, torchenv
 from onboard.errors import BadInput, NoWorkspace, OnboardError
 from onboard.workflows.ab import startup, worktrees
 from onboard.workspace import Workspace
@@ -81,21 +81,18 @@ def check_spec(text: str) -> str:
 
 def torch_dir(python: str, cwd: Path) -> Path:
     """The folder of the interpreter's torch package (found, not imported)."""
-    code = (
-        "import importlib.util, sys\n"
-        "s = importlib.util.find_spec('torch')\n"
-        "print(list(s.submodule_search_locations)[0] if s else '')\n"
-    )
-    result = proc.run([python, "-c", code], cwd=cwd, timeout=60, check=False)
-    found = result.stdout.strip().splitlines()[-1:] if result.ok else []
-    if not found or not found[0]:
-        why = "it has no torch" if result.ok else f"it failed: {result.stderr.strip()[-300:]}"
+    try:
+        found = torchenv.find_packages(python, "torch", cwd=cwd, isolate=False).folders["torch"]
+        why = "it has no torch"
+    except OnboardError as exc:
+        found, why = None, f"it failed: {exc.message}"
+    if found is None:
         raise BadInput(
             f"{python} cannot be an A/B side: {why}.",
             next_step=f"Check it with `onboard doctor --python {python}`, or pass an "
             "interpreter that has torch.",
         )
-    return Path(found[0])
+    return found
 
 
 def _interpreter(path: str) -> str:

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from onboard import proc
+from onboard import proc, torchenv
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.bisect.model import BISECT, PREFLIGHT, Step, WheelBisect
@@ -168,12 +168,7 @@ def pick_range(versions: list[str], old: str, new: str) -> list[str]:
 
 
 def python_version(python: str) -> str:
-    result = proc.run(
-        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        timeout=60,
-        what=f"Asking {python} for its version",
-    )
-    return result.stdout.strip()
+    return torchenv.find_packages(python, what=f"Asking {python} for its version").python_version
 
 
 @dataclass

@@ -71,27 +71,18 @@ def workspace_env(ws: Workspace) -> Env:
 
 
 def locate_env(python: str, cwd: Path) -> Env:
-    code = (
-        "import importlib.util, json\n"
-        "t = importlib.util.find_spec('torch'); g = importlib.util.find_spec('torchgen')\n"
-        "print(json.dumps([list(t.submodule_search_locations)[0] if t else None,"
-        " list(g.submodule_search_locations)[0] if g else None]))\n"
-    )
     # cwd: not the checkout, whose torch/ folder would shadow the installed package.
-    result = proc.run(
-        [python, "-c", code],
-        **torchenv.isolated(cwd),
-        timeout=60,
-        what=f"Locating torch for {python}",
+    found = torchenv.find_packages(
+        python, "torch", "torchgen", cwd=cwd, what=f"Locating torch for {python}"
     )
-    torch_dir, torchgen_dir = json.loads(result.stdout.strip().splitlines()[-1])
-    if not torch_dir or not torchgen_dir:
+    torch_dir, torchgen_dir = found.folders["torch"], found.folders["torchgen"]
+    if torch_dir is None or torchgen_dir is None:
         raise OnboardError(
             f"{python} has no torch (or no torchgen), so the scaffold cannot be checked "
             "against it.",
             next_step="Run `onboard doctor` to see what that interpreter has.",
         )
-    return Env(python, Path(torch_dir), Path(torchgen_dir))
+    return Env(python, torch_dir, torchgen_dir)
 
 
 def compile_child(

@@ -46,21 +46,19 @@ def existing(checkout: Path, tree_id: str) -> Path | None:
 
 
 def _torchgen_dir(python: str) -> Path:
-    result = proc.run(
-        [python, "-c", "import os, torchgen; print(os.path.dirname(torchgen.__file__))"],
-        **torchenv.isolated(),
-        timeout=120,
-        check=False,
-        what="Finding torchgen",
-    )
-    if result.returncode != 0:
+    try:
+        found = torchenv.find_packages(python, "torchgen", what="Finding torchgen", timeout=120)
+    except OnboardError:
+        found = None
+    folder = found.folders["torchgen"] if found else None
+    if folder is None:
         raise OnboardError(
             f"{python} cannot import torchgen, which regenerates build/aten/src/ATen.",
             next_step="torchgen ships in the torch wheel and needs PyYAML: run "
             f"`{quote(python)} -m pip install pyyaml`, or pass --python with the interpreter of "
             "your torch.",
         )
-    return Path(result.stdout.strip().splitlines()[-1])
+    return folder
 
 
 def _torchgen(python: str, source: Path, out: Path, cwd: str) -> proc.Result:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onboard import proc, torchenv
+from onboard import torchenv
+from onboard.errors import OnboardError
 
 # How far from the text a build path still counts as its neighbour.
 WINDOW = 1 << 16
@@ -81,16 +82,11 @@ def _neighbours(data: mmap.mmap, offset: int, prefix: bytes) -> tuple[str | None
 
 def libraries(python: str) -> list[Path]:
     """The compiled libraries of the interpreter's torch (found, not imported)."""
-    code = (
-        "import importlib.util\n"
-        "s = importlib.util.find_spec('torch')\n"
-        "print(list(s.submodule_search_locations)[0] if s else '')\n"
-    )
-    found = proc.run([python, "-c", code], **torchenv.isolated(), timeout=60, check=False)
-    lines = found.stdout.strip().splitlines()
-    if not found.ok or not lines or not lines[-1]:
-        return []
-    return sorted((Path(lines[-1]) / "lib").glob("lib*.so*"))
+    try:
+        torch_dir = torchenv.find_packages(python, "torch").folders["torch"]
+    except OnboardError:
+        return []  # the answer goes on without the libraries, and says so
+    return sorted((torch_dir / "lib").glob("lib*.so*")) if torch_dir else []
 
 
 def search(libs: list[Path], message: str, prefix: str) -> list[CompiledText]:

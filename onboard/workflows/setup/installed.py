@@ -114,21 +114,13 @@ _VERSION_PY = re.compile(
 def wheel_facts(python: str | None) -> WheelFacts | None:
     """The torch package ``python`` would import and its ``torch/version.py``
     (written by tools/generate_torch_version.py; what torch.version reads)."""
-    from onboard import proc
-
-    code = (
-        "import importlib.util as u\n"
-        "s = u.find_spec('torch')\n"
-        "print(s.origin if s and s.origin else '')\n"
-    )
     try:
-        found = proc.run([python or sys.executable, "-c", code], check=False, timeout=60)
+        found = torchenv.find_packages(python or sys.executable, "torch", isolate=False)
     except OnboardError:
         return None  # the probe says what is wrong with this interpreter
-    origin = found.stdout.strip().splitlines()[-1:] if found.ok else []
-    if not origin or not origin[0]:
+    torch_dir = found.folders["torch"]
+    if torch_dir is None:
         return None
-    torch_dir = Path(origin[0]).parent
     try:
         text = (torch_dir / "version.py").read_text(encoding="utf-8")
     except OSError:
