@@ -210,12 +210,13 @@ def find_packages(
         *names,
         **where,
         timeout=timeout,
-        what=what or f"Finding {', '.join(names)} for {python}",
+        what=what or f"The interpreter {python!r}",
         next_step=next_step,
     )
-    found = asked.data.get("packages", {}) if isinstance(asked.data, dict) else {}
+    data = asked.data if isinstance(asked.data, dict) else {}
+    found = data.get("packages") or {}
     return Packages(
-        python_version=str(asked.data.get("python", "")) if isinstance(asked.data, dict) else "",
+        python_version=str(data.get("python", "")),
         folders={n: Path(found[n]) if found.get(n) else None for n in names},
     )
 

@@ -62,7 +62,7 @@ def render(result: LocateResult, console: Console, verbose: bool) -> None:
     for limit in result.limitations:
         console.print(f"\n[yellow]Limitation:[/] {_esc(limit)}")
     for note in result.notes:
-        console.print(f"\n[dim]Note:[/] {_esc(note)}")
+        console.print(f"\n[yellow]Note:[/] {_esc(note)}")
     if result.next_step:
         console.print(f"\n[yellow]Next:[/] {_esc(result.next_step)}")
     locs = [result.check, *(layer.location for layer in result.chain)]

@@ -60,13 +60,14 @@ def check(
     else:
         # The estimate is PyTorch's CMake build's; a setup.py-only tree needs a fraction
         # of it, so holding it to that would refuse a build that fits.
-        unsized = "not checked: the estimate is for PyTorch's CMake build, and the checkout"
+        unsized = (
+            "not checked: the estimate is for PyTorch's CMake build, and the checkout "
+            "has no CMakeLists.txt"
+        )
         checks += [
-            Check("disk", True, f"{unsized} has no CMakeLists.txt "
-                  f"({estimate.free_disk_gib:.0f} GiB free)"),
-            Check("memory", True, f"{unsized} has no CMakeLists.txt "
-                  f"({estimate.available_memory_gib:.1f} GiB available)"),
-        ]  # fmt: skip
+            Check("disk", True, f"{unsized} ({estimate.free_disk_gib:.0f} GiB free)"),
+            Check("memory", True, f"{unsized} ({estimate.available_memory_gib:.1f} GiB available)"),
+        ]
     return Preflight(checks=tuple(checks), install=tuple(install))
 
 

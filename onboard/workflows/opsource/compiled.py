@@ -85,7 +85,7 @@ def libraries(python: str) -> list[Path]:
     try:
         torch_dir = torchenv.find_packages(python, "torch").folders["torch"]
     except OnboardError:
-        return []  # the answer goes on without the libraries, and says so
+        return []  # no libraries to read: the answer goes on without their text
     return sorted((torch_dir / "lib").glob("lib*.so*")) if torch_dir else []
 
 
