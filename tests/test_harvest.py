@@ -29,7 +29,7 @@ from onboard import workspace as ws_mod
 from onboard.cache import DIGEST_KEY
 from onboard.errors import BadInput, OnboardError
 from onboard.workflows import harvest as hv
-from onboard.workflows.harvest import enrich, forms, lexer, rank, scan
+from onboard.workflows.harvest import enrich, forms, lexer, rank, scan, tags
 
 TOKEN = "ghp_" + "harvestTestToken0123456789abcdef"
 COMMIT = "cf30153c4c131c8164ee7798e5022d810682e2cb"
@@ -311,7 +311,9 @@ def test_ranking_reasons(small_repo: Path) -> None:
     assert 'small, local wording ("remove")' in whys
     assert "a test file nearby: torch/nn/modules/test_conv.py" in whys
     assert "no named owner" in whys
-    assert top.score == sum(r.points for r in top.reasons) == 7
+    # "once the old padding mode is deprecated": done when that is.
+    assert 'waits for another change ("once the old padding"): check it landed' in whys
+    assert top.score == sum(r.points for r in top.reasons) == 6
     owned = items["TODO(alice): rename the helper"]
     assert any("ask alice first" in r.why and r.points < 0 for r in owned.reasons)
     assert owned.score < top.score
@@ -608,7 +610,7 @@ def test_cli_json_markdown_and_show(small_repo: Path, tmp_path: Path) -> None:
     assert data["tree"] == "reference" and data["commit"] == COMMIT
     assert len(data["items"]) == 2 and data["summary"]["matched"] == 7
     first = data["items"][0]
-    assert first["python_only"] and first["reasons"] and first["score"] == 7
+    assert first["python_only"] and first["reasons"] and first["score"] == 6
     assert first["url"] == (
         f"https://github.com/pytorch/pytorch/blob/{COMMIT}/torch/nn/modules/conv.py#L5"
     )
@@ -1021,10 +1023,14 @@ def _check_against_independent(root: Path, result: hv.HarvestResult) -> None:
 
 def _reference_items(root: Path) -> set[tuple[str, str, int, int, int, str]]:
     """Every harvested comment as the whole-file lexer (``harvest_reference``) finds
-    it in the grep's files: (id, path, line, end_line, col, text)."""
+    it in the grep's files: (id, path, line, end_line, col, text). Python and C only:
+    the files lexed whole (YAML, JavaScript, Jinja) have their own truths in
+    tests/test_harvest_sweep.py."""
     cands = scan.find_candidates(root)
     out = set()
     for path, lines in cands.hits.items():
+        if path.endswith(tags.WHOLE_FILE_SUFFIXES):
+            continue
         source = (root / path).read_text(encoding="utf-8", errors="replace")
         if scan.vendored(path) or scan.generated_path(path) or scan.generated_header(source):
             continue
@@ -1039,7 +1045,11 @@ def _reference_items(root: Path) -> set[tuple[str, str, int, int, int, str]]:
 
 
 def _assert_same_items_as_the_whole_file_lexer(root: Path, result: hv.HarvestResult) -> None:
-    mine = {(i.id, i.path, i.line, i.end_line, i.col, i.text) for i in result.scan.items}
+    mine = {
+        (i.id, i.path, i.line, i.end_line, i.col, i.text)
+        for i in result.scan.items
+        if not i.path.endswith(tags.WHOLE_FILE_SUFFIXES)
+    }
     theirs = _reference_items(root)
     assert mine == theirs, (sorted(mine - theirs)[:5], sorted(theirs - mine)[:5])
 

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from onboard.workflows.harvest.rank import Item
     from onboard.workflows.harvest.result import HarvestResult, ShowResult
+
+
+# Item.language -> the highlighter's name for it.
+_PYGMENTS = {"python": "python", "yaml": "yaml", "javascript": "javascript", "jinja": "jinja"}
 
 
 def render(result: HarvestResult, console: Console, verbose: bool) -> None:
@@ -31,6 +36,8 @@ def render(result: HarvestResult, console: Console, verbose: bool) -> None:
         why = "; ".join(f"{r.points:+d} {r.why}" for r in reasons)
         if why:
             cell.append("\n" + why, style="dim")
+        if item.same_issue:
+            cell.append("\n" + _same_issue(item), style="dim")
         table.add_row(item.id, str(item.score), cell)
     if result.items:
         console.print(table)
@@ -86,6 +93,8 @@ def markdown(result: HarvestResult) -> str:
         out.append(f"   {loc} · `{item.id}` · score {item.score}")
         for r in item.reasons:
             out.append(f"   - {r.points:+d} {_md(r.why)}")
+        if item.same_issue:
+            out.append(f"   - {_md(_same_issue(item))}")
         if item.blame and item.blame.get("age_days") is not None:
             out.append(
                 f"   - last touched {item.blame['age_days']} days ago by {item.blame['author']}"
@@ -100,6 +109,13 @@ def markdown(result: HarvestResult) -> str:
     return "\n".join(out) + "\n"
 
 
+def _same_issue(item: Item) -> str:
+    """The comments that are one task with ``item`` (they name its issue), in one line."""
+    where = ", ".join(f"{i.path}:{i.line}" for i in item.same_issue[:3])
+    more = f" and {len(item.same_issue) - 3} more" if len(item.same_issue) > 3 else ""
+    return f"the same issue, also at: {where}{more}"
+
+
 def render_item(result: ShowResult, console: Console, verbose: bool) -> None:
     """One comment: its score and reasons, the code around it, blame, links, notes."""
     from rich.syntax import Syntax
@@ -108,7 +124,7 @@ def render_item(result: ShowResult, console: Console, verbose: bool) -> None:
     console.print(f"[bold]{item.id}[/]  {item.path}:{item.line}  score {item.score}")
     for r in item.reasons:
         console.print(f"  {r.points:+d} {r.why}", markup=False)
-    lexer_name = "python" if item.python_only else "cpp"
+    lexer_name = _PYGMENTS.get(item.language, "cpp")
     code = "\n".join(result.context)
     console.print(
         Syntax(

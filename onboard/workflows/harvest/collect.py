@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from onboard.workflows.harvest import scan
 
 # The cached result's format. Bump when lexing, parsing or scoring changes.
-SCAN_VERSION = 6
+SCAN_VERSION = 7
 # Past this many changed files, one pass over the whole tree is as quick.
 INCREMENTAL_MAX_FILES = 200
 
@@ -319,7 +319,15 @@ def _reuse(
 
     t0 = time.monotonic()
     reporter.detail(f"{len(dirty)} changed file(s) since the cached result: searching those")
-    searched = [p for p in dirty if now.changed.get(p) is not None and scan.eligible(p)]
+    # A dirty path is searched when it is a file now: changed (a size and mtime), or
+    # gone from `git status` because it is as HEAD has it again (`git checkout --
+    # FILE`, `git stash`). Only a path that is None (deleted) or absent and no file
+    # (an untracked file removed) has no items.
+    searched = [
+        p
+        for p in dirty
+        if now.changed.get(p, gone) is not None and scan.eligible(p) and (target.root / p).is_file()
+    ]
     cands = scan.find_candidates(target.root, searcher="auto", paths=searched, name=scan_.searcher)
     tests = rank.NearbyTests(target.root)
     redone = set(dirty)

@@ -11,6 +11,7 @@ from typing import Any
 from onboard.errors import BadInput
 from onboard.workflows.harvest import rank
 from onboard.workflows.harvest.rank import Item
+from onboard.workflows.harvest.stored import StoredItems
 from onboard.workflows.harvest.tags import TAGS
 from onboard.workflows.harvest.target import Target
 
@@ -63,8 +64,28 @@ class Filters:
         ]
 
     def first(self, items: Sequence[Item]) -> list[Item]:
-        """The ones shown: ``limit`` of them (all with 0)."""
-        return list(items) if self.limit == 0 else list(items[: self.limit])
+        """The ones shown: ``limit`` of them (all with 0), one per linked issue: a
+        comment naming an issue or PR that a higher-ranked one names is one task with
+        it, listed under it (``Item.same_issue``) instead of taking a place."""
+        shown: list[Item] = []
+        lead_of: dict[int, Item] = {}
+        for item in items:
+            if self.limit and len(shown) == self.limit:
+                break
+            if not _joins(item, lead_of):
+                item.same_issue = []
+                shown.append(item)
+                for n in (*item.form.issues, *item.form.pulls):
+                    lead_of[n] = item
+        # Below the cut, only the comments that name an issue can join a shown one
+        # (a cached result lists those without building the rest).
+        if self.limit and len(shown) == self.limit:
+            linking = items.linking() if isinstance(items, StoredItems) else items
+            seen = {id(i) for i in shown}
+            for item in linking:
+                if id(item) not in seen and (item.form.issues or item.form.pulls):
+                    _joins(item, lead_of)
+        return shown
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +98,20 @@ class Filters:
 
     def _tags(self) -> set[str]:
         return {t.upper() for t in self.tags}
+
+
+def _joins(item: Item, lead_of: dict[int, Item]) -> bool:
+    """Whether ``item`` names an issue or PR a shown item names (it is added to that
+    item's ``same_issue``, and its other numbers lead there too)."""
+    numbers = (*item.form.issues, *item.form.pulls)
+    lead = next((lead_of[n] for n in numbers if n in lead_of), None)
+    if lead is None:
+        return False
+    if all(other is not item for other in lead.same_issue):
+        lead.same_issue.append(item)
+    for n in numbers:
+        lead_of.setdefault(n, lead)
+    return True
 
 
 def _relative(path: str) -> str:

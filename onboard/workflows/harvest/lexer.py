@@ -33,20 +33,20 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from onboard.workflows.harvest.tags import PYTHON_SUFFIXES, TAG_RE, Comment, language
+from onboard.workflows.harvest import whole_file
+from onboard.workflows.harvest.tags import (
+    C_SUFFIXES,
+    JINJA_SUFFIXES,
+    JS_SUFFIXES,
+    PYTHON_SUFFIXES,
+    TAG_RE,
+    YAML_SUFFIXES,
+    Comment,
+    Segment,
+    language,
+)
 
 __all__ = ["Comment", "Segment", "assemble", "comments_on_lines", "language", "tagged_comments"]
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One line of a comment: where it is, its text without the markers."""
-
-    line: int
-    col: int
-    text: str
-    own_line: bool  # nothing but whitespace before the comment on its line
-    block: int  # > 0: the id of the /* */ comment this line belongs to; 0: a line comment
 
 
 # --------------------------------------------------------------------------
@@ -276,6 +276,23 @@ def comments_on_lines(
     hits = [h for h in hits if h[1] <= len(data)]
     if not hits:
         return [], False
+    if path.endswith(YAML_SUFFIXES):
+        return assemble(whole_file.yaml_segments(_decode(data))), False
+    if path.endswith(JS_SUFFIXES):
+        segments, unterminated = whole_file.js_segments(_decode(data))
+        return assemble(segments), unterminated
+    if path.endswith(JINJA_SUFFIXES):
+        # Jinja's own comments, then the template's text without Jinja's constructs
+        # (blanked in place: the hits' offsets still hold) in the language it writes.
+        blanked, segments = whole_file.jinja_blanked(data)
+        written = path[: path.rfind(".")]
+        if not written.endswith((*PYTHON_SUFFIXES, *C_SUFFIXES)):
+            return assemble(segments), False
+        skim = _Skim(blanked, hits, _PYTHON if written.endswith(PYTHON_SUFFIXES) else _C)
+        inner = skim.run()
+        return assemble(sorted([*segments, *inner], key=lambda s: (s.line, s.col))), (
+            skim.unterminated
+        )
     skim = _Skim(data, hits, _PYTHON if path.endswith(PYTHON_SUFFIXES) else _C)
     return assemble(skim.run()), skim.unterminated
 

@@ -19,20 +19,59 @@ from typing import Any
 from onboard.cache import sha1_hex
 from onboard.workflows.harvest import forms
 
-# Small, local wording: the comment says what to do, and it is little.
+# Small, local actions: the comment says what to do, and it is little. Matched at
+# the comment's intent (its first words, ``intent``), never anywhere in it: in
+# "investigate how to remove this" the task is the investigation.
 # (Matched against the lower-cased text: re.I makes these ~3x slower.)
 _SMALL_RE = re.compile(
-    r"\b(remove|delete|drop|rename|simplify|clean ?up|unused|dead code|typo|"
+    r"(remove|delete|drop|rename|simplify|clean ?up|unused|dead code|typo|"
     r"add (?:a |some |more )?tests?|test (?:this|that)|type (?:hint|annotation)s?|annotate|"
-    r"docstring|document|deprecat\w*|use \S+ instead|replace (?:this|with)|switch to|"
+    r"docstring|document|use \S+ instead|replace (?:this|with)|switch to|"
     r"move (?:this|it) (?:to|into)|inline)\b"
 )
-# Open-ended wording: design work, investigation, performance.
+_SMALL_ANYWHERE_RE = re.compile(r"\b" + _SMALL_RE.pattern)
+# Words before the action that do not change it ("please remove", "we should rename").
+_FILLER_RE = re.compile(
+    r"(?:(?:please|we|you|i|should|must|need|needs|have|has|to|let's|lets|eventually|"
+    r"also|just|then|soon|first|probably|maybe|perhaps|can|could|will|would|might)\b[\s,]*)+"
+)
+# An opening condition: the action is the main clause's ("once X lands, remove Y").
+_CONDITION_RE = re.compile(r"(?:when|once|after|until|if)\b")
+# Not settled: what to do is still to be found out, wherever it is said.
+_UNSURE_RE = re.compile(
+    r"\b(investigate|figure out|not sure|unclear|unknown|maybe|perhaps|consider|"
+    r"think about|see (?:if|whether)|look into)\b|\?"
+)
+# Waiting for another change ("remove this once X lands"): done only when that one is.
+_WAITS_RE = re.compile(
+    r"\b(?:once|until)\b|\b(?:when|after)\b[^.;]{0,80}?\b(?:is|are|gets?|lands?|landed|merged|"
+    r"fixed|supports?|supported|implement\w*|available|ready|removed|deprecated|settled)\b"
+    r"|\b(?:when|after) (?:https?://|#\d)"
+)
+# Open-ended wording: design work, performance.
 _BIG_RE = re.compile(
     r"\b(refactor\w*|redesign|rewrite|re-?architect|implement\w*|support (?:for )?|"
-    r"performance|perf|optimi[sz]\w*|investigate|figure out|not sure|unclear|"
-    r"properly|in general|generali[sz]e)\b|\?"
+    r"performance|perf|optimi[sz]\w*|properly|in general|generali[sz]e)\b"
 )
+
+
+def intent(body: str) -> re.Match[str] | None:
+    """The small action a comment opens with (its words lower-cased), if any: the
+    first words after fillers; after an opening condition, those of the main clause
+    (after its comma, else the first small action in it)."""
+    words = body.lower().lstrip(" :-,.")
+    filler = _FILLER_RE.match(words)
+    at = filler.end() if filler else 0
+    if _CONDITION_RE.match(words, at):
+        comma = words.find(",", at)
+        if comma < 0:
+            return _SMALL_ANYWHERE_RE.search(words, at)
+        words, at = words[comma + 1 :].lstrip(), 0
+        filler = _FILLER_RE.match(words)
+        at = filler.end() if filler else 0
+    return _SMALL_RE.match(words, at)
+
+
 # Core code: the dispatcher, autograd, the compiler stack, codegen.
 _CORE_PREFIXES = (
     "aten/", "c10/", "torch/csrc/", "torchgen/", "torch/_C/", "torch/autograd/",
@@ -43,8 +82,11 @@ _CORE_PREFIXES = (
 )  # fmt: skip
 
 PYTHON_ONLY = 3
+NO_REBUILD = 1  # JavaScript, Jinja templates: no rebuild, but no Python test to prove it
 SMALL = 2
 OPEN_ENDED = -1
+UNSURE = -2
+WAITS = -1
 TEST_NEARBY = 1
 NO_OWNER = 1
 OWNER = -1
@@ -87,6 +129,9 @@ class Item:
     url: str | None = None
     blame: dict[str, Any] | None = None
     linked: list[dict[str, Any]] = field(default_factory=list)  # enriched issues
+    # Lower-ranked comments naming an issue or PR this one names (``filters.Filters.first``):
+    # one task, listed once.
+    same_issue: list[Item] = field(default_factory=list)
 
     @property
     def score(self) -> int:
@@ -125,6 +170,7 @@ class Item:
             "url": self.url,
             "blame": self.blame,
             "linked_issues": self.linked,
+            "same_issue": [{"id": i.id, "path": i.path, "line": i.line} for i in self.same_issue],
         }
 
 
@@ -215,19 +261,31 @@ def score(item: Item, tests: NearbyTests | None) -> None:
     f = item.form
     if item.python_only:
         r.append(Reason(PYTHON_ONLY, "Python-only: no C++ rebuild to try a change"))
+    elif item.language in ("javascript", "jinja"):
+        r.append(Reason(NO_REBUILD, f"{item.language}: no C++ rebuild to try a change"))
+    elif item.language == "yaml":
+        r.append(Reason(NEEDS_REBUILD, "yaml: codegen reads it, a change needs a rebuild"))
     else:
         r.append(Reason(NEEDS_REBUILD, f"{item.language}: a change needs a rebuild"))
-    words = (f.body or item.text).lower()
+    body = f.body or item.text
     if len(forms.normalise(f.body)) < 8:
         r.append(Reason(NO_TEXT, "says little about what to do"))
     else:
-        small = _SMALL_RE.search(words)
+        words = body.lower()
+        small = intent(body)
         if small:
             r.append(Reason(SMALL, f'small, local wording ("{small.group(0)}")'))
+        unsure = _UNSURE_RE.search(words)
+        if unsure:
+            what = "a question" if unsure.group(0) == "?" else f'"{unsure.group(0)}"'
+            r.append(Reason(UNSURE, f"open-ended, not settled ({what}): find out first"))
         big = _BIG_RE.search(words)
-        if big and not small:
-            what = "a question" if big.group(0) == "?" else f'"{big.group(0)}"'
-            r.append(Reason(OPEN_ENDED, f"open-ended ({what})"))
+        if big and not small and not unsure:
+            r.append(Reason(OPEN_ENDED, f'open-ended ("{big.group(0)}")'))
+        waits = _WAITS_RE.search(words)
+        if waits:
+            what = " ".join(words[waits.start() :].split()[:4])
+            r.append(Reason(WAITS, f'waits for another change ("{what}"): check it landed'))
     if len(item.text) > LONG_TEXT_CHARS:
         r.append(Reason(LONG_TEXT, "a long explanation: likely not a small change"))
     if tests is not None:  # None: re-scoring, the test file is known already

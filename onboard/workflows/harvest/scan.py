@@ -26,8 +26,8 @@ from onboard.workflows.harvest.tags import Comment
 # ripgrep's and git grep's spelling of the tag pattern.
 RG_PATTERN = r"\b(?:TODO|FIXME|XXX|HACK)\b"
 ERE_PATTERN = r"(^|[^[:alnum:]_])(TODO|FIXME|XXX|HACK)([^[:alnum:]_]|$)"
-_GLOBS = tuple("*" + s for s in (*tags.PYTHON_SUFFIXES, *tags.C_SUFFIXES))
-_SUFFIXES = (*tags.PYTHON_SUFFIXES, *tags.C_SUFFIXES)
+_GLOBS = tuple("*" + s for s in tags.SUFFIXES)
+_SUFFIXES = tags.SUFFIXES
 
 # Vendored code: PyTorch's submodules live under third_party/; the wheel
 # installs their public headers next to PyTorch's own in torch/include
@@ -109,7 +109,7 @@ def find_candidates(
     paths: Sequence[str] | None = None,
     name: str | None = None,
 ) -> Candidates:
-    """Every line of a Python/C-family file that matches a tag, by ripgrep or git grep.
+    """Every line of a file of ``tags.SUFFIXES`` that matches a tag, by ripgrep or git grep.
 
     ``paths``: search only these files (repo-relative; each must be ``eligible``).
     ``name``: the searcher's name when the caller knows it (no ``rg --version``).
