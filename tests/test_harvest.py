@@ -211,6 +211,8 @@ def test_cuda_and_unterminated_comment() -> None:
         ("TODO: T123456789 internal", forms.INTERNAL, (), ()),
         ("TODO(alice): tracked in #1234", forms.ISSUE, ("alice",), (1234,)),
         ("XXX: step #2 of 3", forms.BARE, (), ()),
+        ("TODO: remove to_dense after gh-107381 is fixed", forms.ISSUE, (), (107381,)),
+        ("TODO: see high-1234 here", forms.BARE, (), ()),
     ],
 )
 def test_forms(text: str, kind: str, owners: tuple[str, ...], issues: tuple[int, ...]) -> None:

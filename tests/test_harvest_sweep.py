@@ -516,7 +516,7 @@ def test_branch_checkout_and_stash_against_no_cache(cache_repo: Path, tmp_path: 
 # The ranking: what a newcomer can finish, judged from the comments' text alone
 
 _ORACLE_NUMBER = re.compile(
-    r"(?<![\w&/])#(\d{4,6})\b|github\.com/pytorch/pytorch/(?:issues|pull)/(\d+)"
+    r"(?<![\w&/])(?:#|gh-)(\d{4,6})\b|github\.com/pytorch/pytorch/(?:issues|pull)/(\d+)"
 )
 _ORACLE_TAG = re.compile(r"\b(?:TODO|FIXME|XXX|HACK)\b\s?(?:\(([^)]*)\))?[\s:,.-]*")
 _ORACLE_ACTION = re.compile(
@@ -576,6 +576,7 @@ def test_one_item_per_linked_issue(tmp_path: Path) -> None:
         "torch/b.py": "# TODO: remove this padding, see #12345\n",
         "torch/c.py": "# TODO: remove the copy: https://github.com/pytorch/pytorch/issues/12345\n",
         "torch/d.py": "# TODO: rename the flag (#23456)\n",
+        "torch/e.py": "# TODO: remove the shim after gh-12345 is fixed\n",
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,8 @@ from onboard.workflows.harvest.tags import TAG_RE
 _PAREN_RE = re.compile(r"\s?[(\[]([^()\[\]]{1,80})[)\]]")
 _ISSUE_URL_RE = re.compile(r"github\.com/pytorch/pytorch/(issues|pull)/(\d+)")
 _OTHER_URL_RE = re.compile(r"https?://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+")
-_HASH_ISSUE_RE = re.compile(r"(?<![\w&/])#(\d{4,6})\b")
+# "#1234", and "gh-1234" as PyTorch's commit messages and comments also write it.
+_HASH_ISSUE_RE = re.compile(r"(?<![\w&/])(?:#|gh-)(\d{4,6})\b")
 _INTERNAL_RE = re.compile(r"\bT\d{5,}\b")
 _FUTURE_PR_RE = re.compile(r"^\s*(a\s+)?(future|follow[- ]?up|next)\s+(pr|diff|change)s?\s*$", re.I)
 _NAME_RE = re.compile(r"^@?[A-Za-z][\w.-]*(\s*[,/]\s*@?[A-Za-z][\w.-]*)*$")
@@ -73,7 +74,7 @@ def parse(text: str) -> Form:
     if has_url:
         for kind, number in _ISSUE_URL_RE.findall(text):
             (pulls if kind == "pull" else issues).append(int(number))
-    if "#" in text:
+    if "#" in text or "gh-" in text:
         issues += [int(n) for n in _HASH_ISSUE_RE.findall(text)]
     internal = tuple(dict.fromkeys(_INTERNAL_RE.findall(text)))
     others = tuple(
