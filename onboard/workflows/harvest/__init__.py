@@ -2,7 +2,7 @@
 
 The steps, one module each: find the tree (``target``) -> every tagged
 comment of it, ranked and kept per tree state (``collect``: grep and lex in
-``scan``/``lexer``, parse in ``forms``, score in ``rank``, the cache in
+``scan``/``lexer``/``whole_file``, parse in ``forms``, score in ``rank``, the cache in
 ``stored``) -> the ones the filters pass (``filters``) -> GitHub's state of the
 issues they name (``issues``) -> links and blame ages for those shown
 (``links``, ``enrich``) -> a result (``result``; ``onboard/views/harvest.py``

@@ -21,6 +21,10 @@ Python f-strings are lexed as plain strings: a replacement field holding the
 f-string's own quote (allowed since 3.12) is not used in PyTorch's source,
 which supports 3.10.
 
+YAML, JavaScript and Jinja templates are few and small: ``whole_file`` lexes
+each from its start (a Jinja template's own text, Jinja's constructs blanked,
+goes through this module's lexer for the language it writes).
+
 ``assemble`` joins the continuation lines of one comment (the following
 ``#``/``//`` lines at the same column, or the following lines of the same
 ``/* */`` block) to the tagged line.
