@@ -13,7 +13,13 @@ from pathlib import Path
 
 from onboard import proc, torchenv
 from onboard.workflows.locate.request import LocateInput
-from onboard.workflows.locate.result import COMMAND, COMMAND_FAILED, NO_ERROR, LocateResult
+from onboard.workflows.locate.result import (
+    COMMAND,
+    COMMAND_FAILED,
+    NO_ERROR,
+    LocateResult,
+    Warned,
+)
 from onboard.workflows.opsource import cpp_trace
 from onboard.workflows.opsource.context import TreeContext
 
@@ -56,16 +62,43 @@ def run(ctx: TreeContext, request: LocateInput) -> Ran:
             "compiled libraries: Python started there imports it instead of the installed "
             "torch. Run the command from another folder."
         )
-    if done.returncode < 0 and trace.message is None:
+    if done.returncode < 0:
+        # A signal ended it: that is the answer, whatever it printed before (a torch
+        # warning at import, say, has a "Triggered internally at" line of its own).
         from onboard.workflows.stuck import native_crash
 
         if native_crash.fatal(done.returncode):  # its C++ frames, mapped like a trace
             native_crash.answer(ctx, argv, done.returncode, output, request.timeout, result)
-            return Ran(trace, result, answered=True)
-    if trace.message is None and not trace.sites:
+        else:
+            _no_exception(result, argv, done.returncode, done.stderr)
+        _printed_before(ctx, trace, result)
+        return Ran(trace, result, answered=True)
+    raised = trace.raised_exception or any(s.kind != "triggered" for s in trace.sites)
+    if not raised and (done.returncode != 0 or not trace.sites):
+        # No exception: a warning's line is the answer only for a run that went well.
         _no_exception(result, argv, done.returncode, done.stderr)
+        _printed_before(ctx, trace, result)
         return Ran(trace, result, answered=True)
     return Ran(trace, result)
+
+
+def _printed_before(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
+    """What the run printed before it died or failed: its torch warnings (listed, each at
+    its line) and an exception it printed, neither of which is what ended it."""
+    result.warnings = [
+        Warned(ctx.source_map.map(s.path, s.line), s.category, s.message)
+        for s in trace.sites
+        if s.kind == "triggered"
+    ]
+    said = []
+    if result.warnings:
+        said.append(f"{len(result.warnings)} torch warning(s) (listed below)")
+    if trace.raised_exception and trace.exc_type:
+        said.append(f"an exception ({trace.exc_type}: {(trace.message or '').splitlines()[0]})")
+    if said and result.explanation:
+        result.explanation += (
+            " Before that it printed " + " and ".join(said) + ": not what ended the run."
+        )
 
 
 def _no_exception(result: LocateResult, argv: list[str], code: int, stderr: str) -> None:
@@ -94,8 +127,8 @@ def _no_exception(result: LocateResult, argv: list[str], code: int, stderr: str)
             result.next_step = f"See the Python frame it died in: `{again}`."
         return
     result.explanation = (
-        f"The command itself failed (exit {code}) before any Python exception or torch "
-        "warning was printed" + (f": {said}" if said else ".")
+        f"The command itself failed (exit {code}) without printing a Python exception"
+        + (f": {said}" if said else ".")
     )
     result.next_step = (
         "Fix the command so it runs (a missing file, a typo, another interpreter), then run "

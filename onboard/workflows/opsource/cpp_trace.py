@@ -77,6 +77,8 @@ class Trace:
     sites: list[Site] = field(default_factory=list)
     cpp_frames: list[CppFrame] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (type, message)
+    # The message is an exception's (False: the last warning's, or none).
+    raised_exception: bool = False
 
     @property
     def raised(self) -> Site | None:
@@ -178,6 +180,7 @@ def parse(text: str) -> Trace:
             message_lines.append(line)
     if message_lines:
         trace.message = "\n".join(message_lines).strip()
+        trace.raised_exception = True
     elif trace.warnings:
         trace.exc_type, trace.message = trace.warnings[-1]
     return trace

@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 
 FATAL = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE}
 NATIVE_CRASH = "native_crash"
-_BLOCK = re.compile(r"^(?P<sig>SIG[A-Z]+)\(\d+\), PID: \d+, Thread (?P<tid>\d+):", re.M)
+_BLOCK = re.compile(r"^(?P<sig>SIG[A-Z]+)\(\d+\), PID: (?P<pid>\d+), Thread (?P<tid>\d+):", re.M)
+# A thread of a parallel region's pool (OpenMP's libgomp/libiomp, ATen's own pool), and
+# the call that opens a region in the thread that waits for it.
+_WORKER = re.compile(r"libgomp|libiomp|c10::ThreadPool::main_loop")
+_LAUNCH = re.compile(r"GOMP_parallel|__kmpc_fork_call|at::internal::invoke_parallel")
 _HANDLER = ("FatalSignalHandler", "<unknown function>")
 # Runs the program the way `python SCRIPT` / `-m MODULE` / `-c CODE` would, after
 # switching on torch's handler (an older wheel without it runs the program as is).
@@ -61,6 +65,7 @@ class Crash:
     python_frames: list[cpp_trace.PyFrame] = field(default_factory=list)  # caller first
     source: str = ""  # "torch's fatal-signal handler" / "gdb"
     reran: bool = False
+    thread: str = ""  # which thread crashed, when it is not the one that called the op
 
 
 def fatal(returncode: int) -> bool:
@@ -68,28 +73,65 @@ def fatal(returncode: int) -> bool:
 
 
 def read(output: str) -> Crash | None:
-    """The crashing thread's C++ frames (torch's handler) and Python frames (faulthandler)."""
+    """The crashing thread's C++ frames (torch's handler) and Python frames (faulthandler).
+
+    torch's handler prints a block per thread; the crashing one is the block whose
+    frames pass through ``fatalSignalHandler`` (the others were stopped by it). When
+    that thread is a worker of a parallel region (an OpenMP thread: large ops run
+    there), its own frames name no op; the op is the main thread's, which opened the
+    region (``GOMP_parallel``): its frames follow the worker's, as its callers."""
     blocks = list(_BLOCK.finditer(output))
     if not blocks:
         return None
-    chosen = blocks[0]
-    for i, mo in enumerate(blocks):
+
+    def text_of(mo: re.Match[str]) -> str:
+        i = blocks.index(mo)
         end = blocks[i + 1].start() if i + 1 < len(blocks) else len(output)
-        if "fatalSignalHandler(" in output[mo.start() : end]:
-            chosen = mo
-            break
-    index = blocks.index(chosen)
-    end = blocks[index + 1].start() if index + 1 < len(blocks) else len(output)
-    text = "\n".join(line.strip() for line in output[chosen.start() : end].splitlines())
-    frames = [
-        f for f in cpp_trace.parse(text).cpp_frames if not any(h in f.symbol for h in _HANDLER)
-    ]
-    python = [
+        return "\n".join(line.strip() for line in output[mo.start() : end].splitlines())
+
+    def frames_of(mo: re.Match[str]) -> list[cpp_trace.CppFrame]:
+        return [
+            f
+            for f in cpp_trace.parse(text_of(mo)).cpp_frames
+            if not any(h in f.symbol for h in _HANDLER)
+        ]
+
+    chosen = next((mo for mo in blocks if "fatalSignalHandler(" in text_of(mo)), blocks[0])
+    frames = frames_of(chosen)
+    python = _python_frames(output, current=True)
+    thread = ""
+    main = next((mo for mo in blocks if mo.group("tid") == mo.group("pid")), None)
+    if (
+        main is not None
+        and main is not chosen
+        and _WORKER.search(text_of(chosen))
+        and _LAUNCH.search(text_of(main))
+    ):
+        frames += frames_of(main)
+        thread = (
+            f"It crashed in a worker thread (thread {chosen.group('tid')}) of the parallel "
+            f"region the main thread (thread {main.group('tid')}) opened: the frames below "
+            "the worker's are the main thread's."
+        )
+        if not python:
+            python = _python_frames(output, current=False)
+    return Crash(chosen.group("sig"), frames, python, "torch's fatal-signal handler", thread=thread)
+
+
+def _python_frames(output: str, *, current: bool) -> list[cpp_trace.PyFrame]:
+    """faulthandler's frames: of the crashing thread (``current``), else of the one
+    Python thread there is (a worker of a parallel region has none of its own)."""
+    if current:
+        found = readers.faulthandler(output)
+    else:
+        heads = [ln for ln in output.splitlines() if ln.startswith("Thread 0x")]
+        found = readers.faulthandler(output.replace("Thread 0x", "Current thread 0x"))
+        found = found if len(heads) == 1 else []
+    return [
         cpp_trace.PyFrame(f.file or "", f.line or 0, f.function)
-        for f in readers.faulthandler(output)
+        for f in found
         if f.file and not f.file.startswith("<")
     ]
-    return Crash(chosen.group("sig"), frames, python, "torch's fatal-signal handler")
 
 
 def rerun(argv: list[str], timeout: float) -> tuple[Crash | None, str]:
@@ -173,6 +215,13 @@ def explain(ctx: TreeContext, crash: Crash, argv: list[str], result: LocateResul
         f"raised. Its C++ frames come from {crash.source} ({how}), mapped to the checkout "
         f"below with the Python frames that called in.{where}"
     )
+    if crash.thread:
+        result.explanation += " " + crash.thread
+    if not crash.python_frames:
+        result.limitations.append(
+            "faulthandler named no Python frame for the crashing thread (several Python "
+            "threads, or none), so the chain starts at the binding, not at your line."
+        )
     result.next_step = (
         "Read the kernel's source at the deepest layer: an invalid pointer (a tensor made "
         "from foreign memory: torch.frombuffer, from_blob, DLPack, ctypes), a wrong size or "
