@@ -44,14 +44,18 @@ def render(result: LocateResult, console: Console, verbose: bool) -> None:
     if result.check is not None:
         func = f" in {result.check_function}" if result.check_function else ""
         verb = "Warned" if (result.exc_type or "").endswith("Warning") else "Raised"
-        console.print(f"\n[bold cyan]{verb}{_esc(func)} at[/]")
+        if result.confidence == "low":  # a torch frame whose line calls into C++
+            console.print("\n[bold cyan]Raised by what this line calls, not by the line[/]")
+        else:
+            console.print(f"\n[bold cyan]{verb}{_esc(func)} at[/]")
         _show(console, result.check)
     _chain(result, console, verbose)
     for finding in result.diagnosis:
         console.print(f"\n[bold red]{_esc(finding.id)}[/]: {_esc(finding.title)}")
         console.print(f"  [bold]why[/]: {_esc(finding.why)}")
         console.print(f"  [bold]fix[/]: {_esc(finding.fix)}")
-    if result.mode != "command" and result.verdict in (MATCHED, NO_MATCH):
+    unsure = result.verdict not in (MATCHED, NO_MATCH) and result.confidence == "low"
+    if result.mode != "command" and result.verdict in (MATCHED, NO_MATCH) or unsure:
         # How sure, first: a single candidate can still be the wrong one.
         console.print(f"\n[bold]Confidence: {_esc(result.confidence)}[/]")
         for spot in result.blind_spots:

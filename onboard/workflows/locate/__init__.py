@@ -35,6 +35,7 @@ from onboard.workflows.locate.result import (
 )
 from onboard.workflows.opsource import confidence, cpp_trace
 from onboard.workflows.opsource.context import TreeContext
+from onboard.workflows.opsource.paths import SourceLoc
 
 __all__ = [
     "COMMAND_FAILED",
@@ -79,7 +80,7 @@ def locate(request: LocateRequest, reporter: Reporter | None = None) -> LocateRe
 
 def _answer(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
     raised.read_frames(ctx, trace, result)
-    raised.find_raise(ctx, trace, result)
+    below = raised.find_raise(ctx, trace, result)
     if trace.message and import_failure.loader_refused(trace):
         # Even when a torch frame made the call (torch/__init__.py loading its libraries),
         # the loader refused a file: what matters is why, which the doctor reads.
@@ -87,6 +88,8 @@ def _answer(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> N
         return
     if result.check is None and trace.message:
         candidates.match_message(ctx, trace, result)
+        if below is not None:
+            _raised_below(below, result)
     elif result.check is not None:
         result.confidence = confidence.CERTAIN
     if result.check is None and not result.candidates and trace.sites:
@@ -94,3 +97,21 @@ def _answer(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> N
         result.verdict = FOUND if result.warnings else result.verdict
     answer.explain_nothing_found(ctx, trace, result)
     answer.reference_limits(ctx, result)
+
+
+def _raised_below(below: SourceLoc, result: LocateResult) -> None:
+    """The last torch frame's line raises nothing itself: the error came from compiled
+    code it calls (or the interpreter, on that line). Said with the answer; with no
+    site matched, that line is the answer, at low confidence."""
+    said = (
+        f"The traceback's last torch frame, {below.label}, does not raise itself: the "
+        "error came from compiled code that line calls (a C++ check), or from the line's "
+        "own operations"
+    )
+    if result.candidates:
+        result.blind_spots.append(said + "; the sites below are matched by the message.")
+        return
+    result.verdict = FOUND
+    result.check = below
+    result.confidence = confidence.LOW
+    result.blind_spots.append(said + "; no site's text matched the message.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from onboard.workflows.locate.result import NO_ERROR, NO_MATCH, NOT_TORCH, LocateResult
 from onboard.workflows.locate.script import certain_next_step
-from onboard.workflows.opsource import cpp_trace
+from onboard.workflows.opsource import checks, cpp_trace
 from onboard.workflows.opsource.context import TreeContext
 
 
@@ -15,15 +15,29 @@ def explain_nothing_found(ctx: TreeContext, trace: cpp_trace.Trace, result: Loca
         return
     torch_frames = [loc for loc in result.python_frames if loc.in_torch]
     user_frames = [loc for loc in result.python_frames if not loc.in_torch]
-    if trace.python_frames and not torch_frames and not trace.cpp_frames:
+    if trace.python_frames and not torch_frames and not trace.cpp_frames and not result.compiled:
         result.verdict = NOT_TORCH
         last = user_frames[-1] if user_frames else None
         where = f" at {last.label}" if last else ""
-        result.explanation = (
-            f"This traceback never enters torch: {trace.exc_type or 'the error'} is raised"
-            f"{where}, in your code or a library's, and no TORCH_CHECK or torch `raise` "
-            "site has its message."
+        searched = (
+            "no check in the tree's headers and no string of the installed torch's "
+            "compiled libraries has its message"
+            if ctx.ws.is_reference
+            else "no TORCH_CHECK site has its message"
         )
+        result.explanation = (
+            f"This traceback never enters torch, so the error is not torch's: "
+            f"{trace.exc_type or 'the error'} is raised{where}, in your code or a library's. "
+            "No `raise` in torch's Python code raised it (it would be a frame of the "
+            f"traceback), and {searched}."
+        )
+        raisable = {*ctx.checks().python_exceptions.values(), "RuntimeError"}
+        if ctx.ws.is_reference and checks.short_type(trace.exc_type) in raisable | {None}:
+            result.limitations.append(
+                "The .cpp/.cu checks were looked for as strings of the compiled libraries "
+                "only, which miss a message made only of short pieces (each under 10 "
+                f"characters) around runtime values; a C++ check can raise {trace.exc_type}."
+            )
         result.next_step = (
             "Read the last frame of the traceback; if torch is involved further down, run "
             "the failing code with `onboard locate -- python repro.py`."

@@ -26,6 +26,13 @@ def match_message(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult
     matches = _ranked(
         ctx, trace, checks.search(index, trace.message, exc_type=trace.exc_type, limit=0)
     )
+    left_out = 0
+    worded = tuple(p for m in matches[:SHOWN] for p in m.pieces)  # literal text it holds
+    if trace.python_frames and not any(loc.in_torch for loc in result.python_frames):
+        # A `raise` in torch's Python code would be a frame of the traceback: with none,
+        # no Python site of torch raised it, whatever its words.
+        kept = [m for m in matches if not m.path.endswith(".py")]
+        left_out, matches = len(matches) - len(kept), kept
     judged = confidence.judge(
         matches,
         exc_type=trace.exc_type,
@@ -34,8 +41,21 @@ def match_message(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult
     )
     result.confidence = judged.confidence
     result.blind_spots = list(judged.blind_spots)
+    if left_out:
+        result.notes.append(
+            f"{left_out} Python site(s) of torch with this text were left out: the "
+            "traceback has no frame in torch, and a `raise` there would be one."
+        )
     if ctx.ws.is_reference and (not matches or matches[0].reach != checks.EAGER):
-        result.compiled = _in_compiled_libraries(ctx, trace.message)
+        result.compiled = _in_compiled_libraries(ctx, trace.message, worded)
+    if judged.confidence in (confidence.HIGH, confidence.MEDIUM) and matches[0].path.endswith(
+        ".py"
+    ):
+        doubt = _also_compiled(ctx, trace.message, matches[0], result)
+        if doubt:
+            result.confidence = confidence.LOW
+            result.blind_spots.insert(0, doubt)
+            judged = confidence.Judgement(confidence.LOW, tuple(result.blind_spots))
     best = checks.tied(matches)
     result.candidates_total = len(matches)
     for m in matches[: max(SHOWN, min(len(best), SHOWN_TIES))]:
@@ -78,11 +98,39 @@ def _ranked(
     )
 
 
-def _in_compiled_libraries(ctx: TreeContext, message: str) -> list[compiled.CompiledText]:
+def _also_compiled(
+    ctx: TreeContext, message: str, best: checks.Match, result: LocateResult
+) -> str | None:
+    """Why a Python site that alone explains the message may still not be the one that
+    raised: the interpreter raises these words itself, or (a reference tree, whose
+    .cpp files were not searched) a C++ check compiled into torch has them too."""
+    piece = max(best.pieces, key=len)
+    interpreter = compiled.interpreter_holding(ctx.python, piece)
+    if interpreter is not None:
+        return (
+            f"the Python interpreter raises these words itself ({piece.strip()!r} is in "
+            f"{interpreter}), so the torch site that has them need not be what raised it"
+        )
+    if not ctx.ws.is_reference:
+        return None
+    result.compiled = _in_compiled_libraries(ctx, message, best.pieces)
+    if not result.compiled:
+        return None
+    files = sorted({c.file for c in result.compiled if c.file})
+    where = f" (probably {', '.join(files)})" if files else ""
+    return (
+        f"the text is also in the installed torch's compiled libraries{where}: a check in "
+        "a .cpp/.cu file, which this tree does not have, has these words too"
+    )
+
+
+def _in_compiled_libraries(
+    ctx: TreeContext, message: str, pieces: tuple[str, ...]
+) -> list[compiled.CompiledText]:
     """The site is likely in a .cpp/.cu file this tree lacks: ask the binary."""
     prefix = ctx.ws.build_prefix or "/__w/pytorch/pytorch"
     libs = compiled.libraries(ctx.python)
     return [
         replace(c, url=ctx.ws.github_url(c.file, None) if c.file else None)
-        for c in compiled.search(libs, message, prefix)
+        for c in compiled.search(libs, message, prefix, pieces)
     ]

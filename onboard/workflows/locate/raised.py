@@ -4,9 +4,12 @@ traceback; and the chain of layers from the caller down to it."""
 
 from __future__ import annotations
 
+import re
+
 from onboard.workflows.locate.result import FOUND, LocateResult, Warned
-from onboard.workflows.opsource import chain, codegen, cpp_trace
+from onboard.workflows.opsource import chain, codegen, cpp_trace, macros
 from onboard.workflows.opsource.context import TreeContext
+from onboard.workflows.opsource.paths import SourceLoc
 
 
 def read_frames(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
@@ -24,8 +27,10 @@ def read_frames(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) 
     ]
 
 
-def find_raise(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> None:
-    """The line that raised (a FOUND verdict) when the input names it, and the chain."""
+def find_raise(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -> SourceLoc | None:
+    """The line that raised (a FOUND verdict) when the input names it, and the chain.
+    Returns the last torch frame when that line does not raise itself (it calls into
+    compiled code, or the interpreter raised on it): the error came from on or below it."""
     smap = ctx.source_map
     raised = trace.raised
     # A warning's "Triggered internally at" is the answer only when nothing was raised.
@@ -34,14 +39,28 @@ def find_raise(ctx: TreeContext, trace: cpp_trace.Trace, result: LocateResult) -
         result.verdict = FOUND
         result.check = smap.map(raised.path, raised.line)
         result.check_function = raised.func or chain.enclosing(ctx, result.check)
-    torch_frames = [loc for loc in result.python_frames if loc.in_torch]
+    below: SourceLoc | None = None
+    torch_frames = [i for i, loc in enumerate(result.python_frames) if loc.in_torch]
     if result.check is None and torch_frames and trace.exc_type:
-        # Raised in torch's Python code: the last torch frame is the raise.
-        result.verdict = FOUND
-        result.check = torch_frames[-1]
-        result.check_function = trace.python_frames[
-            result.python_frames.index(torch_frames[-1])
-        ].func
+        last = torch_frames[-1]
+        # torch._check* raises inside torch/__init__.py: the site is the call of it.
+        while (
+            len(torch_frames) > 1
+            and result.python_frames[last].path == macros.TORCH_INIT
+            and (trace.python_frames[last].func or "").startswith("_check")
+        ):
+            torch_frames.pop()
+            last = torch_frames[-1]
+        loc, frame = result.python_frames[last], trace.python_frames[last]
+        said = (frame.text or loc.text or "").strip()
+        if said.startswith("raise") or re.match(r"(?:torch\.)?_check\w*\(", said):
+            # Raised in torch's Python code: the last torch frame is the raise.
+            result.verdict = FOUND
+            result.check = loc
+            result.check_function = frame.func
+        else:
+            below = loc
     result.chain = chain.build(
         ctx, trace, result.python_frames, result.check, result.check_function
     )
+    return below

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from onboard.errors import OnboardError
-from onboard.workflows.opsource import cpp_trace, macros
+from onboard.workflows.opsource import cpp_trace, macros, scopes
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS
 from onboard.workflows.opsource.paths import SourceLoc
@@ -183,10 +183,29 @@ def _layer(ctx: TreeContext, role: cpp_trace.FrameRole, frames: list[cpp_trace.C
         if role.macro == "TORCH_IMPL_FUNC" and op:
             hits = ctx.kernels().impl(op)
         else:
-            hits = ctx.kernels().definitions(short)[:1]
+            named = ctx.kernels().definitions(short)
+            hits = [h for h in named[:_SCOPED] if _defines(ctx, role.name, h.path, h.line)]
+            if named and not hits:
+                # Same name, another scope (at::cuda::blas::dot is not at::native::dot).
+                note = (
+                    f"no definition of {role.name} in this tree's files (the {len(named)} "
+                    f"named {short} here are in other namespaces or classes)"
+                )
         if hits:
             location = ctx.source_map.loc(hits[0].path, hits[0].line)
     return Layer(role.layer or "", role.name, op, location, tuple(related), names, note)
+
+
+# Of the definitions with a frame's last name, those whose scope is read.
+_SCOPED = 30
+
+
+def _defines(ctx: TreeContext, qualified: str, path: str, line: int) -> bool:
+    """Whether the definition at ``path:line`` is the frame's ``qualified`` function."""
+    if "::" not in qualified:
+        return True  # the frame says no scope: any definition of the name may be it
+    lines = ctx.source_map.lines(ctx.checkout / path)
+    return bool(lines) and scopes.same_scope(qualified, lines or [], line)
 
 
 _FUNC_HEAD = re.compile(

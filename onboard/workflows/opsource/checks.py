@@ -32,7 +32,7 @@ from onboard.workflows.opsource import cache, macros, scan
 
 CPP_ROOTS = ("aten/src", "c10", "torch/csrc", "torch/headeronly")
 PY_ROOTS = ("torch",)
-INDEX_FORMAT = 2  # the shape of one file's record; bump when it changes
+INDEX_FORMAT = 3  # the shape (or reading) of one file's record; bump when it changes
 
 # No leading \b or ^: a literal first word keeps the regex engine's fast search.
 _PY_RAISE = re.compile(r"raise[ \t]+(?P<exc>[\w.]+)[ \t]*\(")
@@ -69,7 +69,9 @@ def scan_cpp(text: str) -> dict[str, Any]:
             continue
         if head.startswith(("//", "*")):
             continue
-        args, _end = scan.cpp_arguments(text, call.open_paren)
+        args, end = scan.cpp_arguments(text, call.open_paren)
+        if not _has_literal(args):
+            args = _streamed(text, call.start, call.open_paren, end, args)
         if not _has_literal(args):
             continue
         first = _FIRST_ARG.match(text, call.open_paren + 1)
@@ -77,6 +79,71 @@ def scan_cpp(text: str) -> dict[str, Any]:
     if sites:
         record["s"] = sites
     return record
+
+
+_STR_CALL = re.compile(r"\b(?P<name>\w+)\.str\(\)")
+_STREAM_DECL = r"\b(?:std::)?o?stringstream[ \t]+{name}\b"
+_SHIFT = re.compile(r"<<")
+
+
+def _streamed(
+    text: str, start: int, open_paren: int, end: int, args: list[list[str]]
+) -> list[list[str]]:
+    """``args`` with a ``ss.str()`` argument replaced by the literal pieces written to
+    the ``std::ostringstream ss`` above the call (``ss << "expected " << name << ...``):
+    the message is built there, not in the macro call."""
+    inside = text[open_paren:end]
+    mo = _STR_CALL.search(inside)
+    if mo is None:
+        return args
+    name = mo.group("name")
+    window_start = max(0, start - 4000)
+    window = text[window_start:start]
+    decls = list(re.finditer(_STREAM_DECL.format(name=re.escape(name)), window))
+    if not decls:
+        return args
+    pieces: list[str] = []
+    for shift in re.finditer(rf"\b{re.escape(name)}[ \t]*<<", window[decls[-1].end() :]):
+        at = window_start + decls[-1].end() + shift.start()
+        stop = text.find(";", at, start)
+        pieces.extend(_shifted_literals(text[at : stop if stop >= 0 else start]))
+    # Which argument the stream is: top-level commas before it.
+    index = sum(
+        1
+        for tok in scan.CPP_TOKEN.finditer(inside[: mo.start()])
+        if tok.group("comma") is not None and _depth(inside, tok.start()) == 1
+    )
+    if not pieces or index >= len(args):
+        return args
+    return [*args[:index], pieces, *args[index + 1 :]]
+
+
+def _depth(text: str, pos: int) -> int:
+    depth = 0
+    for tok in scan.CPP_TOKEN.finditer(text[:pos]):
+        if tok.group("paren") == "(":
+            depth += 1
+        elif tok.group("paren") == ")":
+            depth -= 1
+    return depth
+
+
+def _shifted_literals(statement: str) -> list[str]:
+    """The string literals of ``ss << "a" << x << "b" "c"``, those with only ``<<``
+    between them joined (nothing of the program's comes between them)."""
+    pieces: list[str] = []
+    last = -1
+    for tok in scan.CPP_TOKEN.finditer(statement):
+        value = tok.group("str")
+        if value is None:
+            continue
+        between = _SHIFT.sub("", statement[last : tok.start()]) if last >= 0 else "x"
+        if pieces and not between.strip():
+            pieces[-1] += scan.unescape(value)
+        else:
+            pieces.append(scan.unescape(value))
+        last = tok.end()
+    return pieces
 
 
 def _message_variable(text: str, start: int, name: str) -> list[str]:
@@ -387,16 +454,39 @@ EAGER = "eager"
 COMPILE_ONLY = "compile-only"  # torch.compile / export machinery
 CPP_FRONTEND = "cpp-frontend"  # the libtorch C++ API: never called from Python
 TESTING = "testing"
+# Python versions of ops that an eager program on a real device never runs: they run
+# when tracing (torch.compile, export, FakeTensor) or on the meta device. Many repeat
+# the eager C++ check's words, so the words alone do not tell them apart.
+TRACING = "tracing"
+# torchgen's templates: their text is copied into the generated files (build/aten/...),
+# and one of those, at a line of its own, is what raised.
+TEMPLATE = "template"
 _REACH = (
     (re.compile(r"^torch/csrc/(?:api|jit/mobile)/"), CPP_FRONTEND),
-    (re.compile(r"^torch/(?:_inductor|_dynamo|_export|export|_functorch/_aot_autograd)/"),
+    (re.compile(r"^torch/(?:_inductor|_dynamo|_export|export|_functorch/_aot_autograd"
+                r"|_higher_order_ops)/"),
      COMPILE_ONLY),
+    (re.compile(r"^torch/(?:_decomp/|_refs/|_prims/|_meta_registrations\.py"
+                r"|_subclasses/(?:fake_|meta_utils|functional_tensor)|_library/fake_"
+                r"|utils/_sympy/|fx/experimental/symbolic_shapes\.py)"),
+     TRACING),
     (re.compile(r"^torch/testing/"), TESTING),
+    (re.compile(r"^aten/src/ATen/templates/"), TEMPLATE),
 )  # fmt: skip
-_REACH_PENALTY = {EAGER: 0.0, COMPILE_ONLY: 3.0, TESTING: 5.0, CPP_FRONTEND: 50.0}
+_REACH_PENALTY = {
+    EAGER: 0.0,
+    TEMPLATE: 1.0,
+    COMPILE_ONLY: 3.0,
+    TRACING: 3.0,
+    TESTING: 5.0,
+    CPP_FRONTEND: 50.0,
+}
 REACH_WHY = {
     COMPILE_ONLY: "runs only under torch.compile / export",
+    TRACING: "a decomposition, ref or fake/meta implementation: runs only when tracing "
+    "(torch.compile, export, FakeTensor) or on the meta device",
     TESTING: "test helper code",
+    TEMPLATE: "a torchgen template: its generated copy under build/ raised it",
     CPP_FRONTEND: "the C++ frontend (libtorch API): not reached from Python",
 }
 

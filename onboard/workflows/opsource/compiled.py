@@ -14,6 +14,7 @@ binary; running the code through `onboard locate -- ...` gets it.
 from __future__ import annotations
 
 import mmap
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,11 +90,22 @@ def libraries(python: str) -> list[Path]:
     return sorted((torch_dir / "lib").glob("lib*.so*")) if torch_dir else []
 
 
-def search(libs: list[Path], message: str, prefix: str) -> list[CompiledText]:
+def search(
+    libs: list[Path], message: str, prefix: str, pieces: tuple[str, ...] = ()
+) -> list[CompiledText]:
     """The string constants of ``libs`` that are literal pieces of ``message``, each with
-    the build paths next to it (``prefix``: the build prefix, ``/__w/pytorch/pytorch/``)."""
+    the build paths next to it (``prefix``: the build prefix, ``/__w/pytorch/pytorch/``).
+    ``pieces``: literal text known to be in the message (another site's with the same
+    words), tried after its own digit-free runs (a runtime value without digits, such
+    as a dtype, joins the runs around it)."""
     marker = prefix.rstrip("/").encode() + b"/"
-    for anchor in _anchors(message):
+    anchors = _anchors(message)
+    anchors += sorted(
+        {p.strip() for p in pieces if len(p.strip()) >= _MIN_TEXT and p.strip() in message}
+        - set(anchors),
+        key=lambda r: (-len(r), r),
+    )[:3]
+    for anchor in anchors:
         found: list[CompiledText] = []
         for lib in libs:
             try:
@@ -122,3 +134,23 @@ def _in_library(
         seen.add(start)
         offset = data.find(anchor.encode(), offset + 1)
     return found
+
+
+def interpreter_holding(python: str, text: str) -> str | None:
+    """The file of the Python interpreter itself (its executable, or the libpython
+    beside it) that holds ``text``: the interpreter raises messages with it (``'%.100s'
+    object has no attribute '%U'``), so a torch site with the same words need not be
+    the one that raised."""
+    if len(text.strip()) < _MIN_TEXT:
+        return None
+    exe = Path(os.path.realpath(python))
+    files = [exe, *sorted((exe.parent.parent / "lib").glob("libpython3*.so*"))]
+    needle = text.strip().encode()
+    for path in files:
+        try:
+            with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if data.find(needle) >= 0:
+                    return path.name
+        except (OSError, ValueError):
+            continue
+    return None

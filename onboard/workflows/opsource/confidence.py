@@ -23,7 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onboard.workflows.opsource.checks import EAGER, REACH_WHY, Match, short_type, tied
+from onboard.workflows.opsource.checks import (
+    EAGER,
+    REACH_WHY,
+    TEMPLATE,
+    Match,
+    short_type,
+    tied,
+)
 
 CERTAIN = "certain"
 HIGH = "high"
@@ -67,7 +74,13 @@ def judge(
     best = matches[0]
     group = tied(matches)
     doubts: list[str] = []
-    if best.reach != EAGER and all(m.reach != EAGER for m in group):
+    if best.reach == TEMPLATE:
+        doubts.append(
+            f"the best match is in a torchgen template ({best.path}): torchgen copies its "
+            "text into generated files (build/aten/src/ATen/...), and the line that raised "
+            "is in one of those"
+        )
+    elif best.reach != EAGER and all(m.reach != EAGER for m in group):
         doubts.append(
             f"the best match ({REACH_WHY[best.reach]}) cannot have raised this in a plain "
             "program, so the site that did is most likely one that was not searched or "
