@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -11,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Protocol, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO, cast
 
 from onboard.report import Reporter, Task
 
@@ -122,6 +123,28 @@ def markdown(console: Console, text: str) -> None:
         console.print(Markdown(text))
     else:
         console.print(text, markup=False, highlight=False)
+
+
+@contextmanager
+def redacted_output() -> Iterator[None]:
+    """Everything written to stdout and stderr meanwhile (JSON, views, progress, error
+    paragraphs) passes ``redact.RedactingStream``: the one point where output leaves
+    onboard. A program onboard hands the terminal to (``stuck -- CMD``) writes to the
+    file descriptors itself, past it: those are the program's own bytes."""
+    from onboard import redact
+
+    saved = sys.stdout, sys.stderr
+    out, err = redact.RedactingStream(saved[0]), redact.RedactingStream(saved[1])
+    sys.stdout, sys.stderr = cast("TextIO", out), cast("TextIO", err)
+    try:
+        yield
+    finally:
+        for stream in (out, err):
+            # A reader that went away (crash.run_cli says so), a closed file.
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        sys.stdout, sys.stderr = saved
+        redact.forget()
 
 
 class JsonLike(Protocol):

@@ -58,22 +58,25 @@ def _usage_next_step(exc: click.ClickException) -> str:
 def run_cli(cli: click.Command, argv: list[str] | None) -> int:
     """Run the CLI on ``argv`` and return the exit code."""
     from onboard import proc
+    from onboard.console import redacted_output
 
     args = list(sys.argv[1:] if argv is None else argv)
     signals.reset()
-    try:
-        with signals.handlers(), proc.reaping() as reaper:
-            code = _run(cli, args)
-            reaper.finished = code != EXIT_INTERRUPT
-    except BrokenPipeError:
-        code = _closed_pipe()
-    late = signals.late_signal()
-    if late is not None:
-        with contextlib.suppress(OSError):
-            click.echo(
-                "note: an interrupt arrived after the work was complete; nothing was undone.",
-                err=True,
-            )
+    # Every byte written to stdout and stderr from here on is redacted (docs/safety.md).
+    with redacted_output():
+        try:
+            with signals.handlers(), proc.reaping() as reaper:
+                code = _run(cli, args)
+                reaper.finished = code != EXIT_INTERRUPT
+        except BrokenPipeError:
+            code = _closed_pipe()
+        late = signals.late_signal()
+        if late is not None:
+            with contextlib.suppress(OSError):
+                click.echo(
+                    "note: an interrupt arrived after the work was complete; nothing was undone.",
+                    err=True,
+                )
     return code
 
 

@@ -55,7 +55,7 @@ def find_token(api_url: str = DEFAULT_API_URL) -> Token | None:
     for name in names:
         value = os.environ.get(name, "").strip()
         if value:
-            return Token(value, name)
+            return _known(Token(value, name))
     path = gh_hosts_file()
     if not path.is_file():
         return None
@@ -69,5 +69,13 @@ def find_token(api_url: str = DEFAULT_API_URL) -> Token | None:
     if isinstance(entry, dict):
         found = entry.get("oauth_token")
         if isinstance(found, str) and found.strip():
-            return Token(found.strip(), f"gh config ({path})")
+            return _known(Token(found.strip(), f"gh config ({path})"))
     return None
+
+
+def _known(token: Token) -> Token:
+    """``token``, redacted from everything onboard writes from now on."""
+    from onboard.redact import remember
+
+    remember(token.value)
+    return token
