@@ -77,10 +77,10 @@ class Filters:
                 shown.append(item)
                 for n in (*item.form.issues, *item.form.pulls):
                     lead_of[n] = item
-        # Below the cut, only the comments that name an issue can join a shown one
-        # (a cached result lists those without building the rest).
+        # Below the cut, only the comments that name a shown one's issue can join it
+        # (a cached result finds those without building the rest).
         if self.limit and len(shown) == self.limit:
-            linking = items.linking() if isinstance(items, StoredItems) else items
+            linking = items.naming(set(lead_of)) if isinstance(items, StoredItems) else items
             seen = {id(i) for i in shown}
             for item in linking:
                 if id(item) not in seen and (item.form.issues or item.form.pulls):

@@ -99,6 +99,20 @@ class StoredItems(Sequence[Item]):
         """The items that name an issue or a PR, ranked."""
         return [self._item(n) for n in self._linking]
 
+    def naming(self, numbers: set[int]) -> list[Item]:
+        """The items that name one of these issue or PR numbers, ranked (only those built)."""
+        out = []
+        for n in self._linking:
+            if n >= self._stored:
+                form = self._added[n - self._stored].form
+                named: tuple[int, ...] = (*form.issues, *form.pulls)
+            else:
+                issues, pulls = self._linked[n]
+                named = (*issues, *pulls)
+            if not numbers.isdisjoint(named):
+                out.append(self._item(n))
+        return out
+
     def linked_numbers(self) -> list[int]:
         """The issue and PR numbers those items name, in their order (none built)."""
         out: dict[int, None] = {}
