@@ -68,7 +68,7 @@ def git(
         except ProcTimeout:
             raise
         except ProcError as exc:
-            raise locked(exc, what=what, cwd=repo) from None
+            raise explained(exc, what=what, cwd=repo, next_step=next_step) from None
 
 
 def out(repo: PathLike | None, *args: str, **kwargs: object) -> str:
@@ -158,43 +158,122 @@ def locked(failed: ProcError, *, what: str, cwd: str | os.PathLike[str] | None) 
     mo = _LOCKED.search(failed.stderr)
     if mo is None:
         return failed
-    import shlex
-
     lock = Path(mo.group("path"))
     if not lock.is_absolute():
         lock = Path(cwd or ".") / lock
-    holders = list(_holders(lock))
-    if holders:
-        pid, command = holders[0]
-        message = (
-            f"{what} could not run: another git command holds the lock file {lock} "
-            f"(pid {pid}: `{command}`)."
-        )
-        next_step = (
-            f"Wait for that git (pid {pid}) to finish, then run the command again. Do not "
-            "remove the lock file while it runs."
-        )
-    elif not lock.exists():
-        message = (
-            f"{what} could not run: another git command held the lock file {lock} at that "
-            "moment (it is free now)."
-        )
-        next_step = "Run the command again."
-    else:
-        message = (
-            f"{what} could not run: the lock file {lock} exists, and no git process is "
-            "running in that repository, so a git that crashed or was killed left it."
-        )
-        next_step = (
-            f"No git process holds it: remove that file (`rm -f {shlex.quote(str(lock))}`) "
-            "and run the command again."
-        )
+    message, next_step = _lock_said(lock, what)
     error = GitLocked(
         message, args=failed.cmd, returncode=failed.returncode, stdout=failed.stdout,
         stderr=failed.stderr, next_step=next_step,
     )  # fmt: skip
     error.lock = lock
     return error
+
+
+def _lock_said(lock: Path, what: str) -> tuple[str, str]:
+    """(message, next step) for a git refused by ``lock``: who holds it, or that nobody
+    does (then: remove that exact file)."""
+    import shlex
+
+    holders = list(_holders(lock))
+    if holders:
+        pid, command = holders[0]
+        return (
+            f"{what} could not run: another git command holds the lock file {lock} "
+            f"(pid {pid}: `{command}`).",
+            f"Wait for that git (pid {pid}) to finish, then run the command again. Do not "
+            "remove the lock file while it runs.",
+        )
+    if not lock.exists():
+        return (
+            f"{what} could not run: another git command held the lock file {lock} at that "
+            "moment (it is free now).",
+            "Run the command again.",
+        )
+    return (
+        f"{what} could not run: the lock file {lock} exists, and no git process is "
+        "running in that repository, so a git that crashed or was killed left it.",
+        f"No git process holds it: remove that file (`rm -f {shlex.quote(str(lock))}`) "
+        "and run the command again.",
+    )
+
+
+# --- git's whole error, its cause and the next step --------------------------------
+
+_DUBIOUS = re.compile(r"detected dubious ownership in repository at '(?P<path>[^'\n]+)'")
+_SPARSE = "outside of your sparse-checkout definition"
+
+
+def said(stderr: str) -> str:
+    """What git said went wrong, without its advice: the ``fatal:``/``error:`` lines (or,
+    when there are none, every line but the ``hint:`` ones), joined. git's last line
+    is often advice ("Disable this message with ...", "remove the file manually to
+    continue."), never the cause."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+    kept = errors or [ln for ln in lines if not ln.startswith("hint:")]
+    return " ".join(kept) or "(no output)"
+
+
+def cause(stderr: str, *, what: str, cwd: PathLike | None) -> tuple[str, str] | None:
+    """(message, next step) for a git failure whose cause onboard can name: a lock
+    file in the way, a repository another user owns (git's ``safe.directory`` check),
+    paths outside a sparse checkout. None for any other."""
+    import shlex
+
+    dubious = _DUBIOUS.search(stderr)
+    if dubious is not None:
+        path = dubious.group("path")
+        return (
+            f"{what} could not run: git refuses to work in {path} because another user "
+            "owns it (git's check against dubious ownership; see `git help config`, "
+            "safe.directory).",
+            "If you trust that repository, mark it safe with `git config --global --add "
+            f"safe.directory {shlex.quote(path)}` and run the command again, or run it "
+            "as the user who owns the repository.",
+        )
+    if _SPARSE in stderr:
+        lines = [ln.strip() for ln in stderr.splitlines()]
+        start = next((i for i, ln in enumerate(lines) if ln.startswith("updated in the")), -1)
+        paths = [ln for ln in lines[start + 1 :] if ln and not ln.startswith("hint:")]
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        where = f" ({shown})" if shown else ""
+        return (
+            f"{what} could not run: the repository is a sparse checkout, and the paths it "
+            f"needs{where} are outside its sparse-checkout definition.",
+            "Add their folders to the checkout (`git sparse-checkout add FOLDER`, or "
+            "`git sparse-checkout disable` for the whole tree) and run the command again.",
+        )
+    mo = _LOCKED.search(stderr)
+    if mo is None:
+        return None
+    lock = Path(mo.group("path"))
+    if not lock.is_absolute():
+        lock = Path(cwd or ".") / lock
+    return _lock_said(lock, what)
+
+
+def explained(
+    failed: ProcError, *, what: str, cwd: PathLike | None, next_step: str | None = None
+) -> ProcError:
+    """``failed`` (a git command, ``what``) said with git's whole error: its cause and
+    the next step where onboard can name them (``cause``; a lock file in the way is a
+    ``GitLocked``), else git's error lines instead of its last line of advice."""
+    found = locked(failed, what=what, cwd=cwd)
+    if found is not failed:
+        return found
+    named = cause(failed.stderr, what=what, cwd=cwd)
+    if named is None:
+        message = (
+            f"{what} failed (exit {failed.returncode}): {said(failed.stderr or failed.stdout)}"
+        )
+        next_step = next_step or failed.next_step
+    else:
+        message, next_step = named
+    return ProcError(
+        message, args=failed.cmd, returncode=failed.returncode, stdout=failed.stdout,
+        stderr=failed.stderr, next_step=next_step,
+    )  # fmt: skip
 
 
 def _repository_dirs(lock: Path) -> list[Path]:

@@ -298,7 +298,10 @@ def fetch_history(
             on_progress(int(mo.group(2)), int(mo.group(3)))
         if text.strip():
             tail.append(text.strip())
-            del tail[:-5]
+            # The last lines, and git's error lines before them (its last lines are
+            # often advice: "remove the file manually to continue.").
+            errors = [ln for ln in tail[:-5] if ln.startswith(("fatal:", "error:"))]
+            tail[:] = errors[-5:] + tail[-5:]
         if on_line is not None:
             on_line(text)
 

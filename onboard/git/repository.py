@@ -19,9 +19,29 @@ def toplevel(path: PathLike) -> Path | None:
     return Path(result.stdout.strip()) if result.returncode == 0 else None
 
 
+def refusal(path: PathLike, *, usage: bool = False) -> OnboardError | None:
+    """Why git will not work in ``path`` when it is a repository git refuses (another
+    user owns it: git's ``safe.directory`` check), as an error naming the cause and the
+    command that lifts it (``usage``: a ``BadInput``, for a path the user named); None
+    when git does not refuse it (it is a repository, or none at all)."""
+    if not Path(path).is_dir():
+        return None
+    result = core.git(path, "rev-parse", "--git-dir", check=False)
+    if result.returncode == 0:
+        return None
+    named = core.cause(result.stderr, what=f"Reading the repository {path}", cwd=path)
+    if named is None:
+        return None
+    message, next_step = named
+    return (BadInput if usage else OnboardError)(message, next_step=next_step)
+
+
 def get_root(path: PathLike) -> Path:
     top = toplevel(path)
     if top is None:
+        refused = refusal(path)
+        if refused is not None:
+            raise refused
         raise OnboardError(
             f"{path} is not inside a git repository.",
             next_step="Pass --repo with the path of your PyTorch checkout, or run "
@@ -37,6 +57,9 @@ def named_root(repo: PathLike, *, next_step: str) -> Path:
     """
     path = Path(repo).expanduser()
     if not path.is_dir() or not is_repo(path):
+        refused = refusal(path, usage=True)
+        if refused is not None:
+            raise refused
         state = "does not exist" if not path.exists() else "is not inside a git repository"
         raise BadInput(f"--repo {path} {state}.", next_step=next_step)
     return get_root(path)

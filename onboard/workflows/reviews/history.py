@@ -180,7 +180,12 @@ def _fetch(tree: Tree, since: str, reporter: Reporter) -> int:
                 tree.repo, "origin", rev, since=since, on_progress=progress, on_line=reporter.detail
             )
     if not report.ok:
-        last = report.last_lines[-1] if report.last_lines else f"exit {report.returncode}"
+        told = "\n".join(report.last_lines)
+        named = git.core.cause(told, what=f"Fetching the history of {tree.repo}", cwd=tree.repo)
+        if named is not None:  # a lock file in the way, a repository another user owns
+            message, next_step = named
+            raise OnboardError(f"{message} Without it there is no blame.", next_step=next_step)
+        last = git.core.said(told) if report.last_lines else f"exit {report.returncode}"
         raise OnboardError(
             f"Fetching the history of {tree.repo} failed ({last}); without it there is no "
             "blame and no list of the pull requests that changed a file.",

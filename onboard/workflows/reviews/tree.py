@@ -64,6 +64,9 @@ def open_tree(workspace: str | None, repo: str | None, upstream: str = DEFAULT_U
         named = Path(repo).expanduser()
         top = git.repository.toplevel(named) if named.is_dir() else None
         if top is None:
+            refused = git.repository.refusal(named, usage=True)  # another user's repository
+            if refused is not None:
+                raise refused
             state = "does not exist" if not named.exists() else "is not inside a git repository"
             raise BadInput(
                 f"--repo {named} {state}.",
@@ -77,6 +80,9 @@ def open_tree(workspace: str | None, repo: str | None, upstream: str = DEFAULT_U
     else:
         top = git.repository.toplevel(Path.cwd())
         if top is None:
+            refused = git.repository.refusal(Path.cwd())
+            if refused is not None:
+                raise refused
             raise NoWorkspace(
                 f"No PyTorch checkout here: {Path.cwd()} is neither in an onboard workspace "
                 "nor in a git repository.",
