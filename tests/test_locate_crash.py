@@ -147,10 +147,20 @@ def test_a_segfault_after_a_torch_warning_is_the_crash(
     assert "1 torch warning" in (result.explanation or "")
 
 
-@pytest.mark.parametrize("faulting", ["worker", "main"])
+@pytest.mark.parametrize(
+    ("faulting", "warned"),
+    [("worker", True), ("worker", False), ("main", False)],
+    ids=["worker-after-a-warning", "worker", "main"],
+)
 def test_a_segfault_in_a_parallel_region_names_the_op(
-    tmp_path: Path, reference_ws: Path, faulting: str
+    tmp_path: Path,
+    reference_ws: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    faulting: str,
+    warned: bool,
 ) -> None:
+    if warned:
+        no_numpy(tmp_path, monkeypatch)
     script = write(tmp_path, "crash_parallel.py", PARALLEL)
     crashed, named = handler_blocks(script, faulting)
     assert crashed == faulting  # torch's handler agrees on which thread faulted
@@ -162,6 +172,7 @@ def test_a_segfault_in_a_parallel_region_names_the_op(
     assert_the_crash(result, script, named["main"])
     said = "crashed in a worker thread" in (result.explanation or "")
     assert said == (faulting == "worker")
+    assert bool(result.warnings) == warned
 
 
 def test_a_run_killed_by_a_signal_after_a_warning_is_not_the_warning(

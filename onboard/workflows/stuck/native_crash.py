@@ -110,8 +110,8 @@ def read(output: str) -> Crash | None:
         frames += frames_of(main)
         thread = (
             f"It crashed in a worker thread (thread {chosen.group('tid')}) of the parallel "
-            f"region the main thread (thread {main.group('tid')}) opened: the frames below "
-            "the worker's are the main thread's."
+            f"region the main thread (thread {main.group('tid')}) opened: the op's layers "
+            "are the main thread's, which waits for the worker in the region."
         )
         if not python:
             python = _python_frames(output, current=False)
