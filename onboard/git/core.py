@@ -94,9 +94,10 @@ def stream(
     line to ``on_line``, stopped after ``idle_timeout`` seconds without any
     (``ProcTimeout``): a server that hangs must not hold the terminal. Its refs
     are remote-tracking ones, which git names itself (no ``acting_as``)."""
+    args, guard = none_of_their_programs(repo, tuple(args), extra_env)
     for observer in observers:
         observer(repo, list(args))
-    env = proc.environ({**read_only_env(args), **(extra_env or {})})
+    env = proc.environ({**read_only_env(args), **guard, **(extra_env or {})})
     argv = ["git", "-C", os.fspath(repo), *args]
     return proc.stream(
         argv, on_line=on_line or (lambda _line: None), env=env, idle_timeout=idle_timeout
@@ -115,9 +116,10 @@ def _prepare(
         extra_env = {"GIT_REFLOG_ACTION": acting_as[-1], **(extra_env or {})}
         if args and args[0] == "update-ref" and "-m" not in args:
             args = ("update-ref", "-m", acting_as[-1], *args[1:])
+    args, guard = none_of_their_programs(repo, args, extra_env)
     for observer in observers:
         observer(repo, list(args))
-    return args, {**read_only_env(args), **(extra_env or {})}
+    return args, {**read_only_env(args), **guard, **(extra_env or {})}
 
 
 # --- reading takes no lock ------------------------------------------------------
@@ -139,6 +141,108 @@ def read_only_env(args: Sequence[str]) -> dict[str, str]:
     if words and (words[0] in _READS or tuple(words[:2]) in _READ_SUBCOMMANDS):
         return {"GIT_OPTIONAL_LOCKS": "0"}
     return {}
+
+
+# --- reading runs none of the repository's programs ------------------------------
+
+# A repository's own .git/config can name programs git runs on its behalf: a
+# core.fsmonitor hook (run by every command that reads the work tree), the clean and
+# smudge filters of `[filter "X"]` (run to compare or check out a file whose
+# attributes name X), diff.external and a diff driver's command or textconv (run by
+# the porcelain diff, log and show). A command that only reads a repository someone
+# handed it (`harvest --repo`, `blame --offline`, `pr`'s dry run) must run none of
+# them: every git command runs with core.fsmonitor off; reads, checkouts and bisect's
+# steps also with the filters that repository's config defines switched off, and the
+# diff family with --no-ext-diff --no-textconv. Hooks are not touched (docs/safety.md).
+_CHECKOUTS = frozenset({"checkout", "switch", "bisect"})
+_DIFF_FAMILY = frozenset({"diff", "log", "show"})
+_FILTER_SECTION = re.compile(
+    r'^\s*\[\s*filter\s+"(?P<quoted>(?:[^"\\]|\\.)*)"\s*\]|^\s*\[\s*filter\.(?P<dotted>[^\]\s]+)\s*\]',
+    re.IGNORECASE | re.MULTILINE,
+)
+_FILTERS: dict[str, tuple[int, tuple[str, ...]]] = {}
+
+
+def none_of_their_programs(
+    repo: PathLike | None, args: tuple[str, ...], extra_env: Mapping[str, str] | None = None
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """``args`` and the environment (git's GIT_CONFIG_COUNT form of ``-c``, so the
+    command line stays as written) under which ``git ARGS`` runs none of the programs
+    the repository's config names (above)."""
+    words = [i for i, a in enumerate(args) if not a.startswith("-") and args[i - 1 : i] != ["-c"]]
+    first = args[words[0]] if words else ""
+    settings = [("core.fsmonitor", "false")]
+    reads = bool(read_only_env(args))
+    if repo is not None and (reads or first in _CHECKOUTS):
+        for name in local_filters(repo):
+            settings += [(f"filter.{name}.{key}", "") for key in ("clean", "smudge", "process")]
+            settings.append((f"filter.{name}.required", "false"))
+    if first in _DIFF_FAMILY:
+        at = words[0] + 1
+        args = (*args[:at], "--no-ext-diff", "--no-textconv", *args[at:])
+    elif first == "blame":
+        at = words[0] + 1
+        args = (*args[:at], "--no-textconv", *args[at:])
+    env = {**os.environ, **(extra_env or {})}
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    except ValueError:
+        count = 0
+    guard = {"GIT_CONFIG_COUNT": str(count + len(settings))}
+    for i, (key, value) in enumerate(settings, start=count):
+        guard[f"GIT_CONFIG_KEY_{i}"] = key
+        guard[f"GIT_CONFIG_VALUE_{i}"] = value
+    return args, guard
+
+
+def local_filters(repo: PathLike) -> tuple[str, ...]:
+    """The filter drivers the repository's own config file defines (``[filter "X"]``),
+    read from the file (no git process), again only when it changed."""
+    config = _config_file(Path(repo))
+    if config is None:
+        return ()
+    try:
+        mtime = config.stat().st_mtime_ns
+        known = _FILTERS.get(str(config))
+        if known is not None and known[0] == mtime:
+            return known[1]
+        text = config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    names = tuple(
+        sorted(
+            {(m.group("quoted") or m.group("dotted") or "") for m in _FILTER_SECTION.finditer(text)}
+        )
+    )
+    _FILTERS[str(config)] = (mtime, tuple(n.replace('\\"', '"') for n in names if n))
+    return _FILTERS[str(config)][1]
+
+
+def _config_file(start: Path) -> Path | None:
+    """The config file of the repository around ``start`` (a linked worktree's is its
+    main repository's), found as git does, by walking up to ``.git``."""
+    for folder in (start, *start.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return dot / "config"
+        if dot.is_file():
+            try:
+                line = dot.read_text(encoding="utf-8").strip()
+            except OSError:
+                return None
+            gitdir = Path(line.removeprefix("gitdir:").strip())
+            gitdir = gitdir if gitdir.is_absolute() else folder / gitdir
+            common = gitdir / "commondir"
+            if common.is_file():
+                try:
+                    rel = common.read_text(encoding="utf-8").strip()
+                except OSError:
+                    return None
+                gitdir = gitdir / rel if not Path(rel).is_absolute() else Path(rel)
+            return gitdir / "config"
+        if (folder / "HEAD").is_file() and (folder / "objects").is_dir():
+            return folder / "config"  # a bare repository, or a git folder itself
+    return None
 
 
 # --- a refusal names the lock file in the way ------------------------------------
