@@ -15,7 +15,7 @@ sentence, since harvest goes on without enrichment) and ``PullRequests``
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from onboard import github_answers as answers
@@ -69,6 +69,7 @@ class PullInfo:
     head: str  # "owner:branch"
     base: str
     draft: bool
+    maintainer_can_modify: bool = True  # False: GitHub refused it for this fork
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -243,6 +244,16 @@ def _issue_info(issue: Any) -> IssueInfo:
     )
 
 
+def _fork_collab_refused(exc: Any) -> bool:
+    """GitHub's 422 for ``maintainer_can_modify`` on a fork it cannot grant that for
+    (``{"field": "fork_collab", "message": "Fork collab can't be granted by ..."}``)."""
+    if getattr(exc, "status", None) != 422:
+        return False
+    data = exc.data if isinstance(getattr(exc, "data", None), dict) else {}
+    said = str(data).lower()
+    return "fork_collab" in said or "fork collab" in said or "maintainer_can_modify" in said
+
+
 def _pull_info(pull: Any) -> PullInfo:
     head = answers.text(answers.obj_field(pull, "head"), "label")
     if ":" not in head:
@@ -322,15 +333,28 @@ class PullRequests:
         return result
 
     def create_draft(self, *, base: str, head: str, title: str, body: str) -> PullInfo:
-        def create() -> PullInfo:
-            return _pull_info(
-                self._upstream().create_pull(
-                    base=base, head=head, title=title, body=body,
-                    draft=True, maintainer_can_modify=True,
-                )
-            )  # fmt: skip
+        """A draft pull request that maintainers may edit; GitHub refuses that for a fork
+        an organisation owns (422, field ``fork_collab``: PyGithub#1921), and then it is
+        asked again without it (``PullInfo.maintainer_can_modify`` False)."""
 
-        result: PullInfo = self._call(f"opening a draft pull request from {head}", create)
+        def create(can_modify: bool) -> PullInfo:
+            pull = self._upstream().create_pull(
+                base=base, head=head, title=title, body=body,
+                draft=True, maintainer_can_modify=can_modify,
+            )  # fmt: skip
+            return replace(_pull_info(pull), maintainer_can_modify=can_modify)
+
+        def create_either() -> PullInfo:
+            from github import GithubException
+
+            try:
+                return create(True)
+            except GithubException as exc:
+                if not _fork_collab_refused(exc):
+                    raise
+            return create(False)
+
+        result: PullInfo = self._call(f"opening a draft pull request from {head}", create_either)
         return result
 
     def update(self, number: int, *, title: str, body: str) -> PullInfo:

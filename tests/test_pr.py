@@ -568,6 +568,21 @@ def test_open_pushes_to_the_fork_and_opens_a_draft(
     assert "Authorization" in posts[0].headers  # the token went to the API, and only there
 
 
+def test_open_on_a_fork_an_organisation_owns_asks_again_without_maintainer_edits(
+    repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
+) -> None:
+    api.org_owned_fork = True  # GitHub answers 422 to maintainer_can_modify (PyGithub#1921)
+    result = onboard_pr("--open", "--json", "--api-url", api.url, cwd=repo, env=_open_env())
+    assert result.returncode == 0, result.stderr
+    sent = [p.json["maintainer_can_modify"] for p in _posts(api)]
+    assert sent == [True, False]
+    data = json.loads(result.stdout)
+    assert data["pull_request"]["action"] == "created"
+    assert data["pull_request"]["maintainer_can_modify"] is False
+    assert any("maintainer_can_modify" in note for note in data["notes"])  # said so
+    assert len(api.pulls["pytorch/pytorch"]) == 1
+
+
 def test_open_refuses_a_branch_that_still_has_new_ops_placeholders(
     repo: Path, fork: Path, api: GitHubAPI, onboard_pr: Runner
 ) -> None:

@@ -279,6 +279,12 @@ def run(
             reporter=reporter,
             push_timeout=push_timeout,
         )
+        if not result.published.maintainer_can_modify:
+            result.notes.append(
+                "GitHub answered 422 to `maintainer_can_modify` (it cannot be granted on a fork "
+                "an organisation owns), so the pull request was opened without it: maintainers "
+                "cannot push to your branch; push their suggested changes yourself."
+            )
     except OnboardError as exc:
         # Belt and braces: whatever a server echoed back, the token is not repeated.
         exc.message = redact(exc.message, token.value)

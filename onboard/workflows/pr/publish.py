@@ -55,6 +55,9 @@ class Published:
     url: str
     action: str  # "created" / "updated"
     pushed: str  # git's summary of the push ("new branch", "fast-forward", "up to date")
+    # False: GitHub refused to let maintainers edit the branch (a fork an organisation
+    # owns), and the pull request was opened without it.
+    maintainer_can_modify: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +69,7 @@ class Published:
             "url": self.url,
             "action": self.action,
             "pushed": self.pushed,
+            "maintainer_can_modify": self.maintainer_can_modify,
         }
 
 
@@ -228,6 +232,11 @@ def publish(
         reporter.step(f"opening a draft pull request {head} -> {upstream_repo}:{base}")
         info = client.create_draft(base=base, head=head, title=title, body=body)
         action = "created"
+        if not info.maintainer_can_modify:
+            reporter.step(
+                "GitHub refused to let maintainers edit the branch (a fork an organisation "
+                "owns); the pull request was opened without it"
+            )
     return Published(
         remote=remote,
         remote_url=shown_url,
@@ -237,6 +246,7 @@ def publish(
         url=info.url,
         action=action,
         pushed=pushed,
+        maintainer_can_modify=info.maintainer_can_modify,
     )
 
 
