@@ -64,6 +64,7 @@ def run_cli(cli: click.Command, argv: list[str] | None) -> int:
     signals.reset()
     # Every byte written to stdout and stderr from here on is redacted (docs/safety.md).
     with redacted_output():
+        _sweep_dead_runs(args)
         try:
             with signals.handlers(), proc.reaping() as reaper:
                 code = _run(cli, args)
@@ -78,6 +79,20 @@ def run_cli(cli: click.Command, argv: list[str] | None) -> int:
                     err=True,
                 )
     return code
+
+
+def _sweep_dead_runs(args: list[str]) -> None:
+    """What an onboard killed outright (SIGKILL, the OOM killer) left running is stopped
+    first, in one line each (one folder listing when there is none); `onboard recover`
+    does it itself and says so in its answer."""
+    from onboard import proc
+
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command == "recover" or os.environ.get(proc.RUN_ENV):
+        return  # (under another onboard: that one's records are its own)
+    with contextlib.suppress(OSError):
+        for swept in proc.sweep_dead_runs():
+            click.echo(f"note: {swept.note()}", err=True)
 
 
 def _run(cli: click.Command, args: list[str]) -> int:

@@ -16,7 +16,11 @@ its own, in a session of its own), whatever shape it has:
 - ``tree``: who runs below a process, and what a program left running;
 - ``ask``: a child in a target interpreter (``onboard/children``) asked for its
   answer (``ask_child``);
-- ``outputs``: work that stops when nobody reads its output any more.
+- ``outputs``: work that stops when nobody reads its output any more;
+- ``contain``: a user's program in a group onboard finds by what the kernel knows
+  (its cgroup, else its session and the orphans that come back to onboard), and
+  ``records``: what a run started, on disk, swept after onboard's own death
+  (``sweep_dead_runs``).
 """
 
 from onboard.proc.ask import (
@@ -29,8 +33,11 @@ from onboard.proc.ask import (
     child_command,
 )
 from onboard.proc.child import Child
+from onboard.proc.contain import described as containment
 from onboard.proc.passthrough import Passthrough
 from onboard.proc.reaper import detach_after_run, reaping
+from onboard.proc.records import Swept
+from onboard.proc.records import sweep_dead as sweep_dead_runs
 from onboard.proc.running import Result, Running, run, start
 from onboard.proc.spawn import (
     BACKGROUND_NICE,
@@ -41,7 +48,7 @@ from onboard.proc.spawn import (
     which,
 )
 from onboard.proc.streaming import stream
-from onboard.proc.tree import Leftover, left_note
+from onboard.proc.tree import TAIL_BYTES, Leftover, left_note
 
 __all__ = [
     "CHILDREN",
@@ -59,6 +66,10 @@ __all__ = [
     "Passthrough",
     "Result",
     "Running",
+    "Swept",
+    "TAIL_BYTES",
+    "containment",
+    "sweep_dead_runs",
     "detach_after_run",
     "environ",
     "left_note",

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
-from onboard.proc import detached, tree
+from onboard.proc import contain, detached, tree
 from onboard.proc.spawn import CHILD_ENV, RUN_ENV, kill_all, marked, spawned, stop_starting
 
 
@@ -44,6 +44,9 @@ def reaping() -> Iterator[Reaper]:
                     stop_starting()
                     kill_descendants()
                 raise
+            finally:
+                if _runs[0] == 1:
+                    contain.end_open_groups()
             return
         token = os.urandom(8).hex()  # (not `secrets`: the same bytes, a slower import)
         os.environ[RUN_ENV] = token
@@ -55,6 +58,7 @@ def reaping() -> Iterator[Reaper]:
             raise
         finally:
             os.environ.pop(RUN_ENV, None)
+            contain.end_open_groups()  # a program whose end nobody read
             if spawned.count != started:
                 _sweep(token, keep_detached=reaper.finished)
     except BrokenPipeError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import subprocess
 import threading
 import time
@@ -16,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from onboard.errors import ProcError, ProcTimeout
-from onboard.proc import tree
+from onboard.proc import contain, tree
 from onboard.proc.spawn import (
     BACKGROUND_NICE,
-    CHILD_ENV,
     GRACE_SECONDS,
     environ,
+    new_token,
     spawn,
     stop_group,
     which,
@@ -38,6 +39,8 @@ class Result:
     seconds: float
     # What the command left running when it exited, stopped since (``until_main_exits``).
     left_running: tuple[Leftover, ...] = ()
+    # Bytes of stdout and of stderr not kept (``until_main_exits``: a bounded tail).
+    dropped: tuple[int, int] = (0, 0)
 
     @property
     def ok(self) -> bool:
@@ -71,7 +74,9 @@ def run(
     ``until_main_exits``: the run ends when the command's own process exits (a user's
     program), not when every process holding its output has (what it left running,
     a server or a forgotten child, would hold it until the timeout); what it left is
-    stopped and named in ``Result.left_running``.
+    stopped and named in ``Result.left_running``. Such a program runs contained
+    (``contain.Group``: its cgroup, or its session and its orphans) and only the last
+    ``tree.TAIL_BYTES`` of each of its outputs are kept (``Result.dropped``).
     """
     return start(
         args,
@@ -118,22 +123,38 @@ def start(
     if extra_env:
         full_env.update(extra_env)
     began = time.monotonic()
-    popen, token = spawn(
-        launch,
-        cwd=cwd,
-        env=full_env,
-        daemon=starts_daemon,
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=not binary,
-        errors=None if binary else "replace",
-    )
+    group = None
+    extra: dict[str, Any] = {}
+    if until_main_exits:  # a program: contained, recorded before it starts
+        token = new_token()
+        group = contain.Group(what or shlex.join(argv), token)
+        extra = {"token": token, "preexec_fn": group.preexec}
+    try:
+        popen, token = spawn(
+            launch,
+            cwd=cwd,
+            env=full_env,
+            daemon=starts_daemon,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=not binary,
+            errors=None if binary else "replace",
+            **extra,
+        )
+    except BaseException:
+        if group is not None:
+            group.close()
+        raise
+    if group is not None:
+        group.started(popen.pid)
     if background:
         _lower_autogroup(popen.pid)
-    return Running(
+    running = Running(
         popen, argv, token, began, timeout, check, input, what, next_step, until_main_exits
     )
+    running.group = group
+    return running
 
 
 class Running:
@@ -163,6 +184,8 @@ class Running:
         self._next_step = next_step
         self._result: Result | None = None
         self.until_main_exits = until_main_exits  # see ``run``
+        self.group: contain.Group | None = None  # the program's (``until_main_exits``)
+        self._dropped = (0, 0)
 
     @property
     def pid(self) -> int:
@@ -192,12 +215,14 @@ class Running:
             else:
                 out, err = _text(*popen.communicate(input=self._input))
         except BaseException:
-            stop_group(popen, self._child)
+            self._stop_all()
             raise
         finally:
             if timer is not None:
                 timer.cancel()
                 timer.join()
+            if self.group is not None:
+                self.group.close()
         if expired.is_set():
             raise ProcTimeout(
                 f"{self._what or 'The command'} did not finish within {self._timeout:g} s "
@@ -210,7 +235,7 @@ class Running:
             )
         result = Result(
             tuple(argv), popen.returncode, out or "", err or "", time.monotonic() - self._began,
-            leftovers,
+            leftovers, self._dropped,
         )  # fmt: skip
         if self._check and popen.returncode != 0:
             raise ProcError(
@@ -226,21 +251,33 @@ class Running:
         return result
 
     def _until_main_exits(self) -> tuple[str, str, tuple[Leftover, ...]]:
-        needle = tree.mark(CHILD_ENV, self._child)
-        return tree.output_until_exit(self._popen, self._input, needle, GRACE_SECONDS)
+        group = self.group
+        assert group is not None
+        out, err, left, self._dropped = tree.output_until_exit(
+            self._popen, self._input, lambda: group.stop(GRACE_SECONDS), GRACE_SECONDS
+        )
+        return out, err, left
+
+    def _stop_all(self) -> None:
+        """Stop the command with its process group, and what its group holds."""
+        stop_group(self._popen, self._child)
+        if self.group is not None:
+            self.group.kill()
 
     def _expire(self, expired: threading.Event) -> None:
         expired.set()
-        stop_group(self._popen, self._child)
+        self._stop_all()
 
     def stop(self) -> None:
         """Stop the command when it is still running, with its process group: SIGTERM
         first, so that a git holding ``index.lock`` removes it (SIGKILL would leave
         it, and every later git command in that checkout would refuse to run)."""
         if self._result is None and self._popen.poll() is None:
-            stop_group(self._popen, self._child)
+            self._stop_all()
         with contextlib.suppress(OSError, ValueError):
             self._popen.communicate()
+        if self._result is None and self.group is not None:
+            self.group.close()
 
 
 def _lower_autogroup(pid: int) -> None:

@@ -46,6 +46,7 @@ class _Spawned:
     def __init__(self) -> None:
         self.count = 0  # children started (0: nothing to reap)
         self.tokens: list[str] = []  # the CHILD_ENV token of each (``reaper.kill_descendants``)
+        self.pids: set[int] = set()  # their pids (an orphan that came back is none of them)
         # Once an interrupted run stops its children, no worker thread of it starts a
         # new one (it would run on after the sweep, and the run would wait for it). The
         # main thread, which unwinds the run (and may start the next), is never refused.
@@ -62,19 +63,21 @@ def spawn(
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str],
     daemon: bool = False,
+    token: str | None = None,
     **popen: Any,
 ) -> tuple[subprocess.Popen[Any], str]:
     """``subprocess.Popen`` of ``argv`` in a session of its own, marked with this run's
     token (not a ``daemon``: a server meant to outlive onboard, which ``reaping``
     leaves alone) and a token of its own, which is returned with it. Its OSError
     comes as one paragraph; while an interrupted run stops, a worker thread is
-    refused (KeyboardInterrupt)."""
+    refused (KeyboardInterrupt). ``token``: the child's own, made beforehand (a
+    ``contain.Group`` records it before the program starts)."""
     marked = dict(env)
     marked.pop(RUN_ENV, None)
     run = os.environ.get(RUN_ENV)
     if run and not daemon:
         marked[RUN_ENV] = run
-    token = marked[CHILD_ENV] = os.urandom(6).hex()
+    token = marked[CHILD_ENV] = token or new_token()
     with spawned.lock:
         if spawned.stopping and threading.current_thread() is not threading.main_thread():
             raise KeyboardInterrupt(f"the run is being interrupted: `{argv[0]}` not started")
@@ -90,7 +93,13 @@ def spawn(
             )
         except OSError as exc:  # FileNotFoundError, PermissionError, ENOEXEC, ...
             raise _cannot_start(list(argv), cwd, exc) from exc
+        spawned.pids.add(child.pid)
     return child, token
+
+
+def new_token() -> str:
+    """A child's own mark (``CHILD_ENV``)."""
+    return os.urandom(6).hex()
 
 
 def stop_starting() -> None:

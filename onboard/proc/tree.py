@@ -14,10 +14,9 @@ import contextlib
 import os
 import select
 import shlex
-import signal
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +32,14 @@ class Leftover:
 
     pid: int
     command: str
+    # How onboard found it: "in its cgroup", "by its session, group, mark or as an orphan"
+    how: str = ""
 
     def __str__(self) -> str:
         return f"pid {self.pid}, `{self.command}`"
 
     def to_json(self) -> dict[str, object]:
-        return {"pid": self.pid, "command": self.command}
+        return {"pid": self.pid, "command": self.command, "found": self.how}
 
 
 def left_note(left: Sequence[Leftover], who: str = "your script") -> str:
@@ -46,9 +47,12 @@ def left_note(left: Sequence[Leftover], who: str = "your script") -> str:
     n = len(left)
     shown = "; ".join(str(p) for p in left[:5]) + ("; ..." if n > 5 else "")
     what = "1 process" if n == 1 else f"{n} processes"
+    hows = sorted({p.how for p in left if p.how})
+    found = f", found {' and '.join(hows)}" if hows else ""
     return (
         f"{who} left {what} running at exit: {shown}; onboard stopped "
-        f"{'it' if n == 1 else 'them'} (the run ends when the program's own process does)."
+        f"{'it' if n == 1 else 'them'}{found} (the run ends when the program's own process "
+        "does)."
     )
 
 
@@ -93,6 +97,11 @@ def _carrying(pids: Collection[int], needles: Collection[bytes]) -> set[int]:
     return found
 
 
+def carrying_mark(pids: Collection[int], needle: bytes) -> set[int]:
+    """Those of ``pids`` whose environment holds ``needle`` (``mark``)."""
+    return _carrying(pids, [needle])
+
+
 def mark(name: str, value: str) -> bytes:
     return f"{name}={value}\0".encode()
 
@@ -106,35 +115,6 @@ def descendants(root: int, needles: Collection[bytes] = ()) -> list[int]:
         frontier = {p for p, e in table.items() if e.ppid in frontier} - found - {root}
         found |= frontier
     return sorted(found)
-
-
-def left_behind(group: int, needle: bytes) -> list[Leftover]:
-    """What a child that led process group ``group`` left running after it exited: the
-    group's live members and the holders of its token ``needle`` (which left the group)."""
-    table = _table()
-    me = os.getpid()
-    pids = {p for p, e in table.items() if e.pgid == group and p != me}
-    pids |= _carrying([p for p in table if p not in pids and p != me], [needle])
-    return [Leftover(pid, command_line(pid)) for pid in sorted(pids)]
-
-
-def stop_left_behind(group: int, needle: bytes, grace: float) -> list[Leftover]:
-    """Stop what an exited child left running (``left_behind``): SIGTERM, so each can
-    clean up, then SIGKILL after ``grace`` seconds. Returns them, as they were."""
-    left = left_behind(group, needle)
-    if not left:
-        return left
-    pids = [p.pid for p in left]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, sig)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        pids = wait_gone(pids, grace)
-        if not pids:
-            break
-    return left
 
 
 def command_line(pid: int) -> str:
@@ -181,16 +161,72 @@ def wait_gone(pids: Collection[int], seconds: float) -> list[int]:
                 os.close(fd)
 
 
+# How much of a program's stdout, and of its stderr, onboard keeps: the last 8 MiB of
+# each. A program that prints gigabytes must not make onboard hold gigabytes.
+TAIL_BYTES = 8 << 20
+
+
+class Tail:
+    """The last ``limit`` bytes of a stream, in whole lines, and how many came before."""
+
+    def __init__(self, limit: int = TAIL_BYTES) -> None:
+        from collections import deque
+
+        self.limit = limit
+        self.chunks: deque[bytes] = deque()
+        self.kept = 0
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        self.kept += len(chunk)
+        while self.kept - len(self.chunks[0]) >= self.limit:
+            first = self.chunks.popleft()
+            self.kept -= len(first)
+            self.dropped += len(first)
+
+    def data(self) -> bytes:
+        """What was kept; after a cut, from the first whole line on, with a line that says
+        how much was not kept."""
+        data = b"".join(self.chunks)
+        cut = self.dropped
+        if cut:
+            newline = data.find(b"\n")
+            if newline >= 0:
+                cut += newline + 1
+                data = data[newline + 1 :]
+        if len(data) > self.limit:  # a chunk of its own past the limit
+            cut += len(data) - self.limit
+            data = data[-self.limit :]
+        self.dropped = cut
+        if not cut:
+            return data
+        note = (
+            f"[onboard kept the last {self.limit >> 20} MiB of this output; the "
+            f"{_size(cut)} before it were not kept]\n"
+        )
+        return note.encode() + data
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
 def output_until_exit(
-    popen: subprocess.Popen[Any], data: str | bytes | None, needle: bytes, grace: float
-) -> tuple[str, str, tuple[Leftover, ...]]:
-    """(stdout, stderr, what it left running) of ``popen`` (``data`` written to its stdin),
-    read until its own process exits; then what it left is stopped (``stop_left_behind``),
+    popen: subprocess.Popen[Any],
+    data: str | bytes | None,
+    stop_left: Callable[[], list[Leftover]],
+    grace: float,
+    limit: int = TAIL_BYTES,
+) -> tuple[str, str, tuple[Leftover, ...], tuple[int, int]]:
+    """(stdout, stderr, what it left running, bytes of each not kept) of ``popen``
+    (``data`` written to its stdin), read until its own process exits, the last
+    ``limit`` bytes of each (``Tail``); then what it left is stopped (``stop_left``),
     which closes the pipes those held."""
-    chunks: tuple[list[bytes], list[bytes]] = ([], [])
+    tails = (Tail(limit), Tail(limit))
     readers = [
         threading.Thread(target=_drain, args=(stream, into), daemon=True)
-        for stream, into in zip((popen.stdout, popen.stderr), chunks, strict=True)
+        for stream, into in zip((popen.stdout, popen.stderr), tails, strict=True)
     ]
     for reader in readers:
         reader.start()
@@ -200,21 +236,21 @@ def output_until_exit(
             popen.stdin.close()
     popen.wait()  # (Ctrl-C here: the caller stops the child and its group)
     with signals.critical():  # a second Ctrl-C must not leave them half-stopped
-        left = stop_left_behind(popen.pid, needle, grace)
+        left = stop_left()
     for reader in readers:
         # A process that left both the group and the token can still hold a pipe: what
         # came until then is the output.
         reader.join(grace)
-    out, err = (b"".join(c).decode("utf-8", "replace") for c in chunks)
+    out, err = (t.data().decode("utf-8", "replace") for t in tails)
     if not isinstance(data, bytes):  # text mode, as Popen reads it: universal newlines
         out, err = (t.replace("\r\n", "\n").replace("\r", "\n") for t in (out, err))
-    return out, err, tuple(left)
+    return out, err, tuple(left), (tails[0].dropped, tails[1].dropped)
 
 
-def _drain(stream: Any, into: list[bytes]) -> None:
+def _drain(stream: Any, into: Tail) -> None:
     """Read ``stream`` (a Popen pipe, text or binary) to its end into ``into``, in chunks
     as they come."""
     raw = getattr(stream, "buffer", stream)
     with contextlib.suppress(OSError, ValueError):
         while chunk := raw.read1(65536):
-            into.append(chunk)
+            into.add(chunk)

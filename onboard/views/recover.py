@@ -19,6 +19,8 @@ def render(result: RecoverResult, console: Console, verbose: bool) -> None:
             f"{escape(str(result.scope))}, nor an `onboard ab` worktree."
         )
         return
+    for stopped in result.stopped:
+        console.print(f"[green]stopped[/] {escape(stopped.note())}")
     for path in result.swept:
         console.print(
             f"[green]removed[/] {escape(str(path))}, left by an `onboard ab` killed outright"

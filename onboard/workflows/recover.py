@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onboard import git, lock, signals, transaction, workspace
+from onboard import git, lock, proc, signals, transaction, workspace
 from onboard.report import Reporter
 from onboard.scope import journals, scope_of
 from onboard.workflows.ab import worktrees
@@ -25,10 +25,12 @@ class RecoverResult:
     runs: list[transaction.Recovered] = field(default_factory=list)
     # worktrees (and run folders) an `onboard ab` killed outright left, removed
     swept: list[Path] = field(default_factory=list)
+    # what onboard runs killed outright left running (their records), stopped
+    stopped: list[proc.Swept] = field(default_factory=list)
 
     @property
     def nothing_to_do(self) -> bool:
-        return not self.runs and not self.swept
+        return not self.runs and not self.swept and not self.stopped
 
     @property
     def exit_code(self) -> int:
@@ -40,6 +42,7 @@ class RecoverResult:
             "scope": str(self.scope),
             "runs": [run.to_json() for run in self.runs],
             "swept": [str(p) for p in self.swept],
+            "stopped": [s.to_json() for s in self.stopped],
             "nothing_to_do": self.nothing_to_do,
         }
 
@@ -62,8 +65,11 @@ def _scope(
 def recover(
     *, workspace: str | None = None, repo: str | None = None, reporter: Reporter
 ) -> RecoverResult:
+    # First what dead runs left running (any run's, wherever it ran: their records are
+    # onboard's own, not the workspace's).
+    stopped = proc.sweep_dead_runs()
     scope, what, ws = _scope(workspace, repo)
-    result = RecoverResult(scope)
+    result = RecoverResult(scope, stopped=stopped)
     if not journals(scope) and ws is None:
         return result
     with (

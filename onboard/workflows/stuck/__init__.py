@@ -248,6 +248,12 @@ def _run(
         finally:
             if child.poll() is None and kill:
                 child.stop()
+            if child.poll() is not None:
+                # What the program left running (a fork that setsid()s, a daemon), found
+                # by its cgroup or its session and orphans: stopped and named.
+                left = child.end()
+                if left:
+                    result.notes.append(proc.left_note(left, "the program"))
     result.snapshots = watched.snapshots
     result.program_exit = watched.exit_code
     result.ended = watched.ended
