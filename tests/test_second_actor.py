@@ -10,13 +10,19 @@ and plays the second actor with plain `git` between or during onboard's steps.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shlex
 import signal
 import subprocess
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.events import read_until
@@ -416,3 +422,188 @@ def test_recover_removes_the_worktree_of_an_ab_killed_outright(
     trees = git(repo, "worktree", "list", "--porcelain")
     assert trees.count("worktree ") == 2 and str(mine) in trees
     assert not list((ws / ".onboard" / "ab").glob("run-*"))
+
+
+# ---------------------------------------------------------------------------
+# onboard itself killed outright while a program of the user's runs
+
+# A program that starts a child the ordinary way (it keeps the environment), forks
+# one more that leaves the session and drops its whole environment, writes the
+# three pids down, and waits.
+_RUNS_ON = """\
+import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"])
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    os.execve("/bin/sleep", ["sleep", "301"], {})
+with open(sys.argv[1] + ".part", "w") as fh:
+    fh.write(f"{os.getpid()} {child.pid} {pid}\\n")
+os.replace(sys.argv[1] + ".part", sys.argv[1])
+time.sleep(300)
+"""
+
+
+def _mechanism(asked: str) -> str:
+    """What a run asked for ``asked`` uses on this machine (a cgroup only where one can
+    be written here)."""
+    from onboard.proc import contain
+
+    if asked == contain.SESSION:
+        return asked
+    contain.decide_again()
+    return contain.mechanism()[0]
+
+
+def _killed_mid_trace(onboard: Onboard, tmp_path: Path, asked: str) -> list[int]:
+    """`onboard trace -- python prog.py` SIGKILLed while the program runs; its pids."""
+    from fixtures.events import gone
+
+    script = tmp_path / "prog.py"
+    script.write_text(_RUNS_ON)
+    pidfile = tmp_path / "pids"
+    run = onboard.start(
+        "trace", "--", sys.executable, str(script), str(pidfile), ONBOARD_CONTAINMENT=asked
+    )
+    for _ in range(1200):
+        if pidfile.exists() or run.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert pidfile.exists(), finish(run).stderr
+    run.send_signal(signal.SIGKILL)
+    assert finish(run).returncode == -signal.SIGKILL
+    program, child, detached = (int(p) for p in pidfile.read_text().split())
+    # The program itself dies with onboard (PR_SET_PDEATHSIG).
+    assert gone(program, 30)
+    return [child, detached]
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+@pytest.mark.parametrize("asked", ["cgroup", "session"])
+def test_the_next_command_stops_what_a_killed_run_left_running(
+    onboard: Onboard, tmp_path: Path, asked: str
+) -> None:
+    child, detached = _killed_mid_trace(onboard, tmp_path, asked)
+    try:
+        assert _running(child)  # the dead run's, still running
+        after = onboard("--version")
+        assert after.returncode == 0, after.stderr
+        assert "was killed before it ended and left" in after.stderr
+        assert f"pid {child}, `sleep 300`" in after.stderr
+        assert not _running(child)
+        if _mechanism(asked) == "cgroup":
+            # The run's cgroup held the one that dropped its environment and session.
+            assert f"pid {detached}, `sleep 301`" in after.stderr
+            assert not _running(detached)
+        again = onboard("--version")
+        assert "was killed before it ended" not in again.stderr  # the record is gone
+    finally:
+        for pid in (child, detached):  # without a cgroup that one is out of reach
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_recover_stops_what_a_killed_run_left_running_and_says_so(
+    onboard: Onboard, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    child, detached = _killed_mid_trace(onboard, tmp_path, "cgroup")
+    try:
+        run = onboard("recover", "--repo", str(repo), "--json")
+        assert run.returncode == 0, run.stderr
+        (stopped,) = run.json()["stopped"]  # type: ignore[misc]
+        assert child in [p["pid"] for p in stopped["stopped"]]
+        assert not _running(child)
+        text = onboard("recover", "--repo", str(repo))
+        assert "Nothing to recover" in text.stdout  # swept once, and its record went
+    finally:
+        for pid in (child, detached):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------
+# `onboard bisect` killed outright: its bisect is ended, a bisect of the user's never
+
+
+def _killed_mid_bisect(info_path: Path, first: str, tmp_path: Path) -> None:
+    """`onboard bisect` SIGKILLed while its first step's repro runs."""
+    from fixtures.events import Fifo
+
+    runs = tmp_path / "runs.txt"
+    started = Fifo(tmp_path / "started")
+    repro = tmp_path / "repro.py"
+    # The pre-flight's two runs end at once; the first step's run waits to be killed.
+    repro.write_text(
+        "import os, sys, time\n"
+        f"with open({str(runs)!r}, 'a') as fh:\n    fh.write(f'{{os.getpid()}}\\n')\n"
+        f"with open({str(started)!r}, 'w') as fh:\n    fh.write(f'{{os.getpid()}}\\n')\n"
+        f"time.sleep(60 if len(open({str(runs)!r}).read().split()) > 2 else 0)\n"
+        # the fixture's regression module, from the checkout the repro runs against
+        "import torch._onboard_regression as r\n"
+        "sys.exit(0 if r.check() else 1)\n"
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-m", "onboard", "bisect", str(repro), "--good", first,
+         "--repo", str(info_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        for n in (1, 2, 3):
+            started.line(f"the repro's run {n}", process=run)
+    finally:
+        started.close()
+    assert (info_path / ".git" / "BISECT_START").exists()  # really mid-bisect
+    run.send_signal(signal.SIGKILL)
+    assert finish(run).returncode == -signal.SIGKILL
+    assert (info_path / ".git" / "BISECT_START").exists()  # what SIGKILL leaves
+
+
+def _head(repo: Path) -> tuple[str, str]:
+    branch = subprocess.run(
+        ["git", "-C", str(repo), "symbolic-ref", "-q", "--short", "HEAD"],
+        capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    return git(repo, "rev-parse", "HEAD"), branch
+
+
+def test_recover_ends_the_bisect_a_killed_onboard_bisect_left(
+    pytorch_repo_factory: Callable[..., Any], tmp_path: Path, onboard: Onboard
+) -> None:
+    info = pytorch_repo_factory(commits=24, regression_at=15, seed_from_wheel=False)
+    before = _head(info.path)
+    assert before[1]  # on a branch: the reset must come back to it, not detached
+    _killed_mid_bisect(info.path, info.commits[0], tmp_path)
+    assert _head(info.path) != before  # detached at the step's commit
+    run = onboard("recover", "--repo", str(info.path), "--json")
+    assert run.returncode == 0, run.stderr
+    notes = " ".join(run.json()["runs"][0]["notes"])  # type: ignore[index]
+    assert "ended the `git bisect`" in notes and before[1] in notes
+    assert _head(info.path) == before
+    assert not list((info.path / ".git").glob("BISECT_*"))
+    assert git(info.path, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_recover_leaves_a_bisect_the_user_started_alone(
+    pytorch_repo_factory: Callable[..., Any], tmp_path: Path, onboard: Onboard
+) -> None:
+    info = pytorch_repo_factory(commits=24, regression_at=15, seed_from_wheel=False)
+    _killed_mid_bisect(info.path, info.commits[0], tmp_path)
+    # The user ends onboard's bisect and starts one of their own on the same branch.
+    git(info.path, "bisect", "reset")
+    git(info.path, "bisect", "start", "HEAD", info.commits[0])
+    theirs = (info.path / ".git" / "BISECT_LOG").read_text(), _head(info.path)
+    run = onboard("recover", "--repo", str(info.path), "--json")
+    assert run.returncode == 0, run.stderr
+    notes = " ".join(run.json()["runs"][0]["notes"])  # type: ignore[index]
+    assert "left the bisect in progress" in notes
+    assert ((info.path / ".git" / "BISECT_LOG").read_text(), _head(info.path)) == theirs

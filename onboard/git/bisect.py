@@ -14,6 +14,19 @@ def in_progress(repo: PathLike) -> bool:
     return (repository.git_dir(repo) / "BISECT_START").exists()
 
 
+def start_mark(repo: PathLike) -> dict[str, object] | None:
+    """What identifies the bisect in progress in ``repo``: BISECT_START's text (where
+    `git bisect reset` returns: a branch, or a commit) and the file itself (a bisect
+    started again has a new one); None when none is in progress."""
+    path = repository.git_dir(repo) / "BISECT_START"
+    try:
+        st = path.stat()
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return {"text": text, "ino": st.st_ino, "mtime_ns": st.st_mtime_ns}
+
+
 def start(
     repo: PathLike,
     new: str | None = None,

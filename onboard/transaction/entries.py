@@ -63,6 +63,9 @@ SHAPES: dict[str, dict[str, tuple[type, ...]]] = {
     "dir": {"path": _STR},
     # a whole tree this run put in place (a new checkout); ``state``: its git state then
     "tree": {"path": _STR},
+    # a `git bisect` this run started; ``ref``: where it began (the reset goes back
+    # there); ``mark``: BISECT_START as git wrote it (``git.bisect.start_mark``)
+    "bisect": {"repo": _STR, "ref": _STR},
 }
 
 

@@ -64,6 +64,18 @@ class RepoWatch(Journal):
             )
         self.record({"kind": "repo", "repo": str(repo), **git.refs.snapshot(repo)})
 
+    def bisect_starting(self, repo: Path, back_to: str) -> Entry:
+        """Journal a `git bisect start` about to run in ``repo`` (``back_to``: the branch
+        or commit it starts from); ``bisect_started`` once git has started it, so that a
+        recovery ends this bisect, and never one the user started."""
+        return self.record(
+            {"kind": "bisect", "repo": str(Path(os.path.abspath(repo))), "ref": back_to}
+        )
+
+    def bisect_started(self, entry: Entry) -> None:
+        entry["mark"] = git.bisect.start_mark(entry["repo"])
+        self.save()
+
     def repo_entry(self, repo: Path) -> Entry:
         """``repo`` as the user left it (watched now if it was not yet)."""
         self.watch(repo)

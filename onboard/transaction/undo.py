@@ -43,6 +43,11 @@ def _q(path: str | Path) -> str:
 
 def rollback(tx: Journalled) -> None:
     outcome: dict[str, str] = {}
+    for entry in of_kind(tx.entries, "bisect"):
+        try:
+            _end_bisect(tx, entry)
+        except OnboardError as exc:
+            tx.notes.append(f"could not end the bisect in {entry['repo']}: {exc.message}")
     for entry in of_kind(tx.entries, "repo"):
         if entry.get("moves_head"):
             try:
@@ -66,6 +71,44 @@ def rollback(tx: Journalled) -> None:
         except (OSError, OnboardError) as exc:
             why = exc.message if isinstance(exc, OnboardError) else str(exc)
             tx.notes.append(f"could not undo {entry.get('path') or entry.get('ref')}: {why}")
+
+
+# -- a bisect this run started ------------------------------------------------
+
+
+def _end_bisect(tx: Journalled, entry: Entry) -> None:
+    """`git bisect reset` back to where this run's bisect began, only while the bisect in
+    progress is still this run's: BISECT_START the very file git wrote when this run
+    started it (a bisect the user started since, or before, is theirs)."""
+    repo = Path(entry["repo"])
+    if not git.repository.is_repo(repo):
+        return
+    now = git.bisect.start_mark(repo)
+    if now is None:
+        return  # ended already (by this run's own restore, or by the user)
+    mark = entry.get("mark")
+    if not isinstance(mark, dict) or now != mark:
+        # Not the bisect this run started, or one it cannot tell from the user's (it died
+        # between `git bisect start` and writing its mark down): the user's.
+        tx.notes.append(
+            f"left the bisect in progress in {repo} alone: it is not the one `onboard "
+            f"{tx.command}` started; `git -C {_q(repo)} bisect log` shows it, `git -C "
+            f"{_q(repo)} bisect reset` ends it"
+        )
+        return
+    with signals.critical():
+        result = git.bisect.reset(repo, entry["ref"])
+    if result.ok:
+        tx.notes.append(
+            f"ended the `git bisect` `onboard {tx.command}` had started in {repo}: back on "
+            f"{entry['ref']}"
+        )
+    else:
+        tx.notes.append(
+            f"could not end the bisect `onboard {tx.command}` had started in {repo} "
+            f"(`git bisect reset {entry['ref']}`: {(result.stderr or result.stdout).strip()}); "
+            f"`git -C {_q(repo)} bisect reset {_q(entry['ref'])}` ends it"
+        )
 
 
 # -- HEAD and the tree ---------------------------------------------------------

@@ -377,6 +377,7 @@ def _commit_level(
         guard,
     ):
         tx.watch(repo)
+        guard.journal = tx
         bisector = CommitBisector(
             repo,
             runner,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onboard import git, signals
+from onboard import git, signals, transaction
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.shell import quote
@@ -51,7 +51,9 @@ class Original:
 
 
 def check_startable(repo: Path) -> Original:
-    """Refuse a repository that is mid-bisect, dirty, or without a commit."""
+    """Refuse a repository that is mid-bisect, dirty, or without a commit. A bisect an
+    onboard killed outright left there is recovered first (its journal ends it)."""
+    transaction.settle(transaction.scope_for_repo(repo))
     if git.bisect.in_progress(repo):
         raise OnboardError(
             f"A `git bisect` is already in progress in {repo}; onboard will not start a second "
@@ -90,6 +92,9 @@ class RepoGuard:
     # Changes to tracked files found between steps, kept as stash entries:
     # "stash message" lines for the result's notes.
     set_aside: list[str] = field(default_factory=list)
+    # The run's transaction (``transaction.Transaction``): the bisect onboard starts is
+    # journalled there, so that a recovery after SIGKILL ends it (and only it).
+    journal: Any = None
     _signals: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     # -- signals (onboard/signals.py: one mechanism for every command) ---
@@ -118,6 +123,18 @@ class RepoGuard:
                     self.reporter.step(f"{problem} {self._fix()}")
         finally:
             self._signals.close()
+
+    # -- the journal ----------------------------------------------------
+
+    def bisect_starting(self) -> Any:
+        """Journal the `git bisect start` about to run (call under ``critical``)."""
+        if self.journal is None:
+            return None
+        return self.journal.bisect_starting(self.repo, self.original.ref)
+
+    def bisect_started(self, entry: Any) -> None:
+        if self.journal is not None and entry is not None:
+            self.journal.bisect_started(entry)
 
     # -- tracked changes found mid-bisect -------------------------------
 

@@ -69,9 +69,12 @@ class BisectSession:
         # No bounds yet: they are marked after the pre-flight has checked them.
         term_old, term_new = terms.git_terms()
         with self.guard.critical():
+            entry = self.guard.bisect_starting()  # journalled before git starts it
             started = git.bisect.start(
                 self.repo, first_parent=first_parent, term_old=term_old, term_new=term_new
             )
+            if started.ok:
+                self.guard.bisect_started(entry)
             if not started.ok:
                 raise OnboardError(
                     f"`git bisect start` failed in {self.repo}: "
