@@ -25,7 +25,9 @@ def recover(as_json: bool, verbose: bool, **parsed: Any) -> int:
     while it is where onboard put it with no change of yours in the tree; a branch
     onboard made is deleted only while nothing of yours is on it. Commands that
     only read (where, doctor, ...) never do this; the next writing command does
-    it first anyway.
+    it first anyway. A bisect onboard started is ended (`git bisect reset` back
+    to the branch it began on) while it is still onboard's, and what a killed
+    run's program left running is stopped and named.
 
     \b
     Examples:

@@ -139,7 +139,7 @@ class Group:
 
     def __init__(self, command: str, token: str) -> None:
         self.token = token
-        self.command = command
+        self.command = command.strip("`")  # (a step's name may quote it already)
         self.kind, base = mechanism()
         self.cgroup: Path | None = None
         self.leader: int | None = None

@@ -49,7 +49,7 @@ class Swept:
         what = "1 process" if n == 1 else f"{n} processes"
         return (
             f"an earlier onboard run (pid {self.pid}) was killed before it ended and left "
-            f"{what} of `{self.command}` running: {shown}{more}; onboard stopped "
+            f"{what} of the program `{self.command}` running: {shown}{more}; onboard stopped "
             f"{'it' if n == 1 else 'them'}."
         )
 

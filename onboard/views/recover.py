@@ -16,11 +16,13 @@ def render(result: RecoverResult, console: Console, verbose: bool) -> None:
     if result.nothing_to_do:
         console.print(
             "Nothing to recover: no interrupted onboard run left a journal in "
-            f"{escape(str(result.scope))}, nor an `onboard ab` worktree."
+            f"{escape(str(result.scope))}, nor an `onboard ab` worktree, nor a program still "
+            "running."
         )
         return
     for stopped in result.stopped:
-        console.print(f"[green]stopped[/] {escape(stopped.note())}")
+        note = stopped.note()
+        console.print(f"[green]stopped[/]: {escape(note[0].upper() + note[1:])}")
     for path in result.swept:
         console.print(
             f"[green]removed[/] {escape(str(path))}, left by an `onboard ab` killed outright"
