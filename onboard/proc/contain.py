@@ -48,6 +48,8 @@ SESSION_HOW = "by its session, group, mark or as an orphan"
 # Which mechanism to use, for a machine where a writable cgroup is unwanted (and the
 # tests of the other one): "cgroup" (where it can), "session" (never a cgroup).
 CONTAINMENT_ENV = "ONBOARD_CONTAINMENT"
+# How often, without a cgroup, the record is rewritten with what the program started.
+REFRESH_SECONDS = 1.0
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -145,6 +147,9 @@ class Group:
         self.leader: int | None = None
         self.leader_start: int | None = None
         self.main_thread = threading.current_thread() is threading.main_thread()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._watcher: threading.Thread | None = None
         if self.kind == CGROUP and base is not None:
             path = base / f"onboard-{os.getpid()}-{os.urandom(4).hex()}"
             try:
@@ -156,7 +161,7 @@ class Group:
             become_subreaper()
         _prctl()  # resolved here: the child after fork only calls it
         self.record = records.record_path(token)
-        self._write()  # before the program starts
+        self._write([])  # before the program starts
         with _state.lock:
             _state.open.add(self)
 
@@ -182,15 +187,30 @@ class Group:
             if os.getppid() != parent:  # onboard died before the line above
                 os._exit(137)
 
-    def _write(self) -> None:
-        records.write(
-            self.record, command=self.command, mark=self.token, cgroup=self.cgroup,
-            leader=self.leader,
-        )  # fmt: skip
+    def _write(self, pids: list[int]) -> None:
+        with self._lock:
+            if not self._done.is_set():
+                records.write(
+                    self.record, command=self.command, mark=self.token, cgroup=self.cgroup,
+                    pids=pids,
+                )  # fmt: skip
 
     def started(self, pid: int) -> None:
         self.leader, self.leader_start = pid, records.start_time(pid)
-        self._write()
+        self._write([pid])
+        if self.cgroup is None:
+            # A cgroup holds everything the program starts; without one, the record
+            # learns what it started as it goes, for a sweep after onboard's own death.
+            self._watcher = threading.Thread(target=self._refresh, daemon=True)
+            self._watcher.start()
+
+    def _refresh(self) -> None:
+        while not self._done.wait(REFRESH_SECONDS):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                pids = self.members()
+                if self.leader is not None:
+                    pids.insert(0, self.leader)
+                self._write(pids)
 
     def members(self) -> list[int]:
         """The group's live processes but the leader, which has exited by now."""
@@ -257,6 +277,10 @@ class Group:
         """The program and what it left are gone: the record and the cgroup too."""
         with _state.lock:
             _state.open.discard(self)
+        with self._lock:
+            self._done.set()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join()
         if self.cgroup is not None:
             records.remove_cgroup(self.cgroup)
         records.remove(self.record)

@@ -65,16 +65,18 @@ def record_path(mark: str) -> Path:
     return runs_dir() / f"{os.getpid()}-{mark}.json"
 
 
-def write(path: Path, *, command: str, mark: str, cgroup: Path | None, leader: int | None) -> None:
-    """Write (or rewrite) a group's record at ``path``. Where the state folder cannot be
-    written, the run goes on without one (it is contained while onboard lives)."""
+def write(path: Path, *, command: str, mark: str, cgroup: Path | None, pids: list[int]) -> None:
+    """Write (or rewrite) a group's record at ``path``: ``pids`` with their start times.
+    Where the state folder cannot be written, the run goes on without one (it is
+    contained while onboard lives)."""
+    processes = [{"pid": p, "start": start_time(p)} for p in pids]
     data = {
         "version": 1,
         "onboard": {"pid": os.getpid(), "start": start_time(os.getpid())},
         "command": command,
         "mark": mark,
         "cgroup": str(cgroup) if cgroup else None,
-        "processes": [{"pid": leader, "start": start_time(leader)}] if leader else [],
+        "processes": [e for e in processes if e["start"] is not None],
     }
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
