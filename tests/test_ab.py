@@ -109,7 +109,7 @@ def test_a_python_only_change_between_two_commits_is_slower_with_its_interval(
 ) -> None:
     commit_slow_change(ws)
     result = compare(
-        script, ws=ws, python=sys.executable, a="commit:HEAD~1", b="commit:HEAD", rounds=3
+        script, ws=ws, python=sys.executable, a="commit:HEAD~1", b="commit:HEAD", rounds=5
     )
     work = metric(result, "work_ms")
     assert work.verdict == "slower"
@@ -118,7 +118,7 @@ def test_a_python_only_change_between_two_commits_is_slower_with_its_interval(
     assert result.b.modules == ["torch.work"] and result.a.modules == []
     assert result.same_output is True and result.ok
     data = result.to_json()
-    assert data["rounds"] == 3 and data["script_metrics"] is True
+    assert data["rounds"] == 5 and data["script_metrics"] is True
     assert {m["name"] for m in data["metrics"]} >= {"wall_s", "peak_rss_mb", "work_ms"}
     # The temporary worktrees are gone, and nothing was written into the checkout.
     assert git.worktree.list_all(ws.checkout_path) == [ws.checkout_path]
@@ -131,9 +131,9 @@ def test_the_workspace_side_runs_the_checkouts_python_over_the_installed_torch(
 ) -> None:
     unchanged = compare(script, ws=ws, python=sys.executable, rounds=2)
     assert unchanged.b.modules == [] and "none differ" in unchanged.b.what
-    assert metric(unchanged, "items").verdict == "no change"
+    assert metric(unchanged, "items").verdict == stats.TOO_FEW  # 2 rounds: no verdict
     (ws.checkout_path / "torch" / "work.py").write_text(SLOW_WORK)  # uncommitted
-    changed = compare(script, ws=ws, python=sys.executable, rounds=3)
+    changed = compare(script, ws=ws, python=sys.executable, rounds=5)
     assert changed.b.modules == ["torch.work"]
     assert metric(changed, "work_ms").verdict == "slower"
 
@@ -269,12 +269,80 @@ def test_metrics_are_name_value_lines_only() -> None:
 def test_the_bootstrap_interval_and_verdicts() -> None:
     same = stats.compare([1.0, 1.01, 0.99, 1.0, 1.0], [1.0, 0.99, 1.01, 1.0, 1.0], time_like=True)
     assert same.verdict == "no change" and same.clear
-    slow = stats.compare([1.0, 1.02, 0.98, 1.0], [2.0, 2.1, 1.9, 2.0], time_like=True)
+    slow = stats.compare([1.0, 1.02, 0.98, 1.0, 1.01], [2.0, 2.1, 1.9, 2.0, 2.05], time_like=True)
     assert slow.verdict == "slower" and slow.low is not None and slow.low > 1.5
-    wide = stats.compare([1.0, 2.0, 0.5, 1.0], [1.1, 0.4, 2.2, 1.0], time_like=False)
+    wide = stats.compare([1.0, 2.0, 0.5, 1.0, 1.2], [1.1, 0.4, 2.2, 1.0, 0.9], time_like=False)
     assert wide.verdict == "no change" and not wide.clear
     assert wide.detail == "no change this noise can show"
-    assert stats.compare([1.0, 1.0], [0.5, 0.5], time_like=False).verdict == "lower"
+    assert stats.compare([1.0] * 5, [0.5] * 5, time_like=False).verdict == "lower"
+
+
+# An A/A run of `onboard ab --budget 60` on a loaded 2-core machine (load 8-9): the
+# budget ran out after 2 rounds, and these samples, two a side, were "slower, clear".
+LOADED_WALL = ([2.61, 2.93], [3.98, 4.21])
+LOADED_MM = ([10.4, 12.9], [36.2, 40.1])
+
+
+def test_two_runs_a_side_give_no_verdict_whatever_the_interval_says() -> None:
+    for a, b in (LOADED_WALL, LOADED_MM):
+        # The interval alone excludes 1: the bootstrap of two values has three medians.
+        interval = stats.bootstrap(a, b)
+        assert interval is not None and interval[0] > 1 + stats.MIN_EFFECT
+        found = stats.compare(a, b, time_like=True)
+        assert found.verdict == "not enough runs to tell" and not found.clear
+        assert "2 runs a side" in found.detail
+    # One run short of the minimum is still no verdict; the minimum itself is one.
+    short = stats.compare([1.0] * 4, [2.0] * 4, time_like=True)
+    assert short.verdict == stats.TOO_FEW
+    assert stats.compare([1.0] * 5, [2.0] * 5, time_like=True).verdict == "slower"
+
+
+def test_a_noisy_machine_demotes_a_difference_within_the_noise() -> None:
+    a = [1.0, 1.3, 0.9, 1.1, 1.2, 1.0]
+    b = [1.25, 1.4, 1.3, 1.35, 1.5, 1.3]
+    quiet = stats.compare(a, b, time_like=True)
+    assert quiet.verdict == "slower" and quiet.clear
+    noisy = stats.compare(a, b, time_like=True, noisy=True)
+    assert noisy.verdict == "too noisy to tell" and not noisy.clear
+    assert "looked slower" in noisy.detail
+    # A difference far beyond the noise stands; a count (not a time) is not demoted.
+    big = stats.compare(a, [3 * v for v in a], time_like=True, noisy=True)
+    assert big.verdict == "slower" and big.clear
+    assert stats.compare(a, b, time_like=False, noisy=True).verdict == "higher"
+
+
+@pytest.fixture
+def loaded_machine() -> object:
+    """A busy loop on every core, for the length of the test."""
+    loops = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 1)
+    ]
+    yield loops
+    for loop in loops:
+        loop.kill()
+        loop.wait()
+
+
+@pytest.mark.slow  # 5-10 s: two A/A runs beside a busy loop on every core
+def test_an_a_a_run_on_a_loaded_machine_claims_no_difference(
+    ws: workspace.Workspace, script: Path, loaded_machine: object
+) -> None:
+    # The budget spent in a round or two (as --budget 60 was on the user's machine),
+    # then the fewest rounds that may give a verdict.
+    for limits in ({"budget": 0.5}, {"rounds": stats.MIN_RUNS}):
+        result = compare(
+            script, ws=ws, python=sys.executable, a="installed", b="installed", **limits
+        )
+        claims = {
+            m.name: m.result.detail
+            for m in result.metrics
+            if m.result.verdict in ("faster", "slower", "lower", "higher")
+        }
+        assert not claims, (result.rounds, result.noise, claims)
+        if result.rounds < stats.MIN_RUNS:
+            assert all(m.result.verdict == stats.TOO_FEW for m in result.metrics)
+            assert any("give no verdict" in n for n in result.notes)
 
 
 def test_cli_json_and_exit_codes(

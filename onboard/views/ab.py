@@ -42,7 +42,12 @@ def render(result: ABResult, console: Console, verbose: bool) -> None:
     table = Table(title=f"{result.rounds} rounds, A B / B A alternating", title_justify="left")
     for column in ("metric", "median A", "median B", "B/A", "95% interval", "verdict"):
         table.add_column(column)
-    style = {stats.FASTER: "green", stats.SLOWER: "bold red"}
+    style = {
+        stats.FASTER: "green",
+        stats.SLOWER: "bold red",
+        stats.TOO_FEW: "yellow",
+        stats.TOO_NOISY: "yellow",
+    }
     for m in result.metrics:
         r = m.result
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"

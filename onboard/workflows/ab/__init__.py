@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["ABRequest", "ABResult", "ab", "compare"]
 
 DEFAULT_BUDGET = 120.0
-MIN_ROUNDS = 5
+MIN_ROUNDS = stats.MIN_RUNS  # each round is one run a side
 MAX_ROUNDS = 200
 NOISY = 0.05  # a side whose wall times spread more than this (robust CV) was noisy
 _TIME_NAMES = re.compile(r"(^|_)(s|sec|secs|seconds|ms|us|ns|time|latency|duration)$")
@@ -170,7 +170,9 @@ def _outputs(done: list[runs.Run]) -> tuple[bool | None, str, str]:
     return False, diff, ""
 
 
-def _metrics(done: list[runs.Run], resamples: int = stats.RESAMPLES) -> list[Metric]:
+def _metrics(
+    done: list[runs.Run], resamples: int = stats.RESAMPLES, *, noisy: bool = False
+) -> list[Metric]:
     names: list[str] = []
     for run in done:
         names += [n for n in run.metrics if n not in names]
@@ -179,7 +181,9 @@ def _metrics(done: list[runs.Run], resamples: int = stats.RESAMPLES) -> list[Met
         a = [r.metrics[name] for r in done if r.side == "A" and name in r.metrics]
         b = [r.metrics[name] for r in done if r.side == "B" and name in r.metrics]
         if a and b:
-            result = stats.compare(a, b, time_like=time_like(name), resamples=resamples)
+            result = stats.compare(
+                a, b, time_like=time_like(name), resamples=resamples, noisy=noisy
+            )
             found.append(Metric(name, a, b, result))
     return found
 
@@ -215,9 +219,10 @@ def _rounds(
     rounds: int | None,
     start: float,
     reporter: Reporter,
+    load_before: float = 0.0,
 ) -> list[runs.Run]:
     """A B / B A rounds: ``rounds`` of them, or until every verdict is clear (at least
-    MIN_ROUNDS) or the next round would pass the budget."""
+    MIN_ROUNDS; judged with the noise so far) or the next round would pass the budget."""
     done: list[runs.Run] = []
     wanted = rounds or MAX_ROUNDS
     with reporter.task("A/B rounds", total=rounds) as task:
@@ -230,10 +235,10 @@ def _rounds(
             task.update(completed=result.rounds, detail=f"{round_seconds:.1f} s a round")
             if rounds is not None:
                 continue
-            if result.rounds >= MIN_ROUNDS and all(
-                m.result.clear for m in _metrics(done, stats.QUICK_RESAMPLES)
-            ):
-                break
+            if result.rounds >= MIN_ROUNDS:
+                noisy = _noise(done, load_before, os.getloadavg()[0])["noisy"]
+                if all(m.result.clear for m in _metrics(done, stats.QUICK_RESAMPLES, noisy=noisy)):
+                    break
             if time.monotonic() - start + round_seconds > result.budget:
                 result.notes.append(
                     f"stopped after {result.rounds} rounds: the --budget of {result.budget:g} s "
@@ -338,10 +343,16 @@ def compare(
 
         reporter.step(f"warm-up: one run on A ({side_a.spec}) and one on B ({side_b.spec})")
         warm = [once("A"), once("B")]
-        done = _rounds(once, result, rounds, time.monotonic(), reporter)
+        done = _rounds(once, result, rounds, time.monotonic(), reporter, load_before)
     result.same_output, result.output_diff, result.output_note = _outputs(warm + done)
-    result.metrics = _metrics(done)
     result.noise = _noise(done, load_before, os.getloadavg()[0])
+    # On a noisy machine a time's difference must also be beyond its own noise.
+    result.metrics = _metrics(done, noisy=result.noise["noisy"])
+    if result.rounds < stats.MIN_RUNS:
+        result.notes.append(
+            f"{result.rounds} round(s) give no verdict: {stats.MIN_RUNS} runs a side are "
+            "the fewest a difference is told from (raise --budget or --rounds)"
+        )
     result.compiled = {
         s: [r.compiled for r in done if r.side == s and r.compiled is not None] for s in "AB"
     }

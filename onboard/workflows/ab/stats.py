@@ -6,6 +6,13 @@ the same interval). A verdict is only "faster" / "slower" when the whole
 interval is beyond ``MIN_EFFECT`` on one side of 1; an interval inside that
 band is a clear "no change", and one that straddles it is "no change this
 noise can show".
+
+Two rules come before the interval: with fewer than ``MIN_RUNS`` runs a side
+there is no verdict ("not enough runs to tell": the percentile bootstrap of two
+samples a side says "clear" for identical code), and on a noisy machine a
+time's "faster" / "slower" stands only when the interval is also beyond that
+metric's own noise (``NOISY_EFFECT``, or three times its spread, whichever is
+wider); else it is "too noisy to tell".
 """
 
 from __future__ import annotations
@@ -20,11 +27,20 @@ MIN_EFFECT = 0.02
 RESAMPLES = 2000
 # Between rounds, whether to go on is decided on fewer resamples (it runs each round).
 QUICK_RESAMPLES = 400
+# Fewer runs a side give no verdict: with 2 a side, an A/A run on a loaded machine was
+# "slower 1.47x" with an interval that excluded 1 (the bootstrap of 2 values has 3).
+MIN_RUNS = 5
+# On a noisy machine (load above the cores, or wall times spreading by more than 5%),
+# a time must differ by more than this, and by three times its own spread, to be told.
+NOISY_EFFECT = 0.25
+NOISE_SPREADS = 3.0
 FASTER = "faster"
 SLOWER = "slower"
 LOWER = "lower"
 HIGHER = "higher"
 NO_CHANGE = "no change"
+TOO_FEW = "not enough runs to tell"
+TOO_NOISY = "too noisy to tell"
 
 
 @dataclass(frozen=True)
@@ -57,16 +73,28 @@ def bootstrap(
 
 
 def compare(
-    a: list[float], b: list[float], *, time_like: bool, resamples: int = RESAMPLES
+    a: list[float],
+    b: list[float],
+    *,
+    time_like: bool,
+    resamples: int = RESAMPLES,
+    noisy: bool = False,
 ) -> Comparison:
-    """A and B's values of one metric (lower is better when ``time_like``)."""
+    """A and B's values of one metric (lower is better when ``time_like``); ``noisy``:
+    the machine was (``NOISY_EFFECT``)."""
     ma, mb = statistics.median(a), statistics.median(b)
     down, up = (FASTER, SLOWER) if time_like else (LOWER, HIGHER)
+    fewest = min(len(a), len(b))
+    if fewest < MIN_RUNS:
+        ratio = mb / ma if ma else None
+        runs = "1 run" if fewest == 1 else f"{fewest} runs"
+        detail = f"{TOO_FEW} ({runs} a side; {MIN_RUNS} are needed)"
+        return Comparison(ma, mb, ratio, None, None, TOO_FEW, False, detail)
     if ma == 0:
         same = mb == 0
         return Comparison(ma, mb, None, None, None, NO_CHANGE if same else up, same, "A is 0")
     ratio = mb / ma
-    interval = bootstrap(a, b, resamples=resamples) if len(a) > 1 and len(b) > 1 else None
+    interval = bootstrap(a, b, resamples=resamples)
     if interval is None:
         return Comparison(ma, mb, ratio, None, None, NO_CHANGE, False, "too few runs")
     low, high = interval
@@ -83,6 +111,14 @@ def compare(
         detail = f"no change (within {MIN_EFFECT:.0%})"
     else:
         detail = verdict
+    if noisy and time_like and verdict in (down, up):
+        band = max(NOISY_EFFECT, NOISE_SPREADS * max(spread(a), spread(b)))
+        if not (high < 1 / (1 + band) or low > 1 + band):
+            verdict, clear = TOO_NOISY, False
+            detail = (
+                f"{TOO_NOISY} (it looked {detail}; on this noisy machine a time must "
+                f"differ by more than {band:.0%})"
+            )
     return Comparison(ma, mb, ratio, low, high, verdict, clear, detail)
 
 
