@@ -52,13 +52,22 @@ class Limits:
         return self.remaining == 0 and (self.reset or 0) > time.time()
 
 
+# Seconds one request may take, its whole answer read. ``timeout`` bounds each read
+# of the socket only: a server that sends a byte a second would hold the run for as
+# long as the body lasts.
+REQUEST_DEADLINE_S = 60.0
+
+
 class RestClient:
     """GETs against one API root, counting them and reading the limits they report."""
 
-    def __init__(self, api_url: str, token: Token | None, timeout: int) -> None:
+    def __init__(
+        self, api_url: str, token: Token | None, timeout: int, deadline_s: float | None = None
+    ) -> None:
         self.api_url = api_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.deadline_s = REQUEST_DEADLINE_S if deadline_s is None else deadline_s
         self.limits = Limits()
         self.sent = 0
         self._requester: Any = None
@@ -71,7 +80,7 @@ class RestClient:
         if self.limits.used_up():
             raise Stop(f"GitHub's API rate limit is used up until {utc(self.limits.reset or 0)}")
         try:
-            status, head, body = self._client().requestJson("GET", path, query, headers)
+            status, head, body = self._within_deadline(path, query, headers)
         except Exception as exc:  # noqa: BLE001 - requests' and urllib3's errors, by module
             if isinstance(exc, OSError) or type(exc).__module__.startswith(("requests", "urllib3")):
                 raise Stop(f"could not reach {self.api_url} ({type(exc).__name__})") from None
@@ -80,6 +89,38 @@ class RestClient:
         head = {str(k).lower(): str(v) for k, v in (head or {}).items()}
         self.limits.read(head)
         return int(status), head, body if isinstance(body, str) else ""
+
+    def _within_deadline(
+        self, path: str, query: dict[str, str], headers: dict[str, str]
+    ) -> tuple[Any, Any, Any]:
+        """``requestJson`` in a worker thread, waited for ``deadline_s`` at most; past it
+        the request is left behind (a daemon thread, its session dropped) and ``Stop``
+        says what did not come."""
+        import threading
+
+        client = self._client()
+        done: dict[str, Any] = {}
+
+        def ask() -> None:
+            try:
+                done["answer"] = client.requestJson("GET", path, query, headers)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                done["error"] = exc
+
+        worker = threading.Thread(target=ask, name=f"GET {path}", daemon=True)
+        worker.start()
+        worker.join(self.deadline_s)
+        if worker.is_alive():
+            self._requester = None  # its connection is still busy: never reused
+            self.sent += 1
+            raise Stop(
+                f"GitHub did not send its whole answer to {path} within "
+                f"{self.deadline_s:g} s (it was still arriving)"
+            )
+        if "error" in done:
+            raise done["error"]
+        status, head, body = done["answer"]
+        return status, head, body
 
     def _client(self) -> Any:
         if self._requester is None:

@@ -8,6 +8,7 @@ and approvers, the comments the server was given, the files at HEAD."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -339,3 +340,29 @@ def test_pr_suggests_reviewers_from_rules_and_history(review_repo: ReviewRepo) -
     )
     assert "soumith" not in by_login
     assert found[0].approved == max(counts.values())
+
+
+@pytest.mark.parametrize("command", ["reviews", "sync"])
+def test_a_github_that_sends_its_answer_slowly_ends_at_the_deadline(
+    review_repo: ReviewRepo,
+    api: ReviewsAPI,
+    command: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each read gets a byte within its timeout, so only a deadline on the whole
+    # request ends it (without one the run lasts as long as the body: minutes).
+    from onboard import github_rest
+
+    monkeypatch.setattr(github_rest, "REQUEST_DEADLINE_S", 2.0)
+    api.dribble = re.compile(r"/pulls/\d+/comments$")
+    argv = ["reviews", *(["sync"] if command == "sync" else []), UNARY_OPS]
+    code = run_cli(cli, [*argv, "--repo", str(review_repo.path), "--api-url", api.url, "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == (0 if command == "reviews" else 1)  # answered, with what it did not get
+    github = data["github"]
+    assert "did not send its whole answer" in github["stopped"]
+    assert "within 2 s" in github["stopped"]
+    slow = [m for m in github["missing"] if "/comments" in m]
+    assert slow and "did not send its whole answer" in slow[0]
+    assert sum(r.path.endswith("/comments") for r in api.requests) == 1  # not asked again
