@@ -554,6 +554,7 @@ def _killed_mid_bisect(info_path: Path, first: str, tmp_path: Path) -> None:
     """`onboard bisect` SIGKILLed while its first step's repro runs."""
     from fixtures.events import Fifo
 
+    tmp_path.mkdir(exist_ok=True)
     runs = tmp_path / "runs.txt"
     started = Fifo(tmp_path / "started")
     repro = tmp_path / "repro.py"
@@ -623,3 +624,24 @@ def test_recover_leaves_a_bisect_the_user_started_alone(
     notes = " ".join(run.json()["runs"][0]["notes"])  # type: ignore[index]
     assert "left the bisect in progress" in notes
     assert ((info.path / ".git" / "BISECT_LOG").read_text(), _head(info.path)) == theirs
+
+
+def test_the_next_bisect_ends_the_one_a_killed_onboard_bisect_left(
+    pytorch_repo_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    info = pytorch_repo_factory(commits=24, regression_at=15, seed_from_wheel=False)
+    before = _head(info.path)
+    _killed_mid_bisect(info.path, info.commits[0], tmp_path / "killed")
+    repro = tmp_path / "again.py"
+    repro.write_text(
+        "import sys, torch._onboard_regression as r\nsys.exit(0 if r.check() else 1)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "onboard", "bisect", str(repro), "--good", info.commits[0],
+         "--repo", str(info.path), "--json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr  # not refused as "a bisect is in progress"
+    assert "stopped before it finished" in run.stderr
+    assert json.loads(run.stdout)["commits"]["culprit"]["sha"] == info.regression_sha
+    assert _head(info.path) == before
