@@ -82,7 +82,7 @@ class ABResult:
     name=value lines), ``noise`` ({spread_a, spread_b, load_before, load_after,
     cores, noisy, warning}), ``environment`` ({same, differences: [line], compiled_a,
     compiled_b: .py files each run compiled from source}), ``notes``, ``seconds``,
-    ``left_running`` ({side: [{pid, command}]}: what the script's runs left running at
+    ``left_running`` ({side: [{pid, command, found}]}: what the script's runs left running at
     exit, stopped)."""
 
     script: Path
