@@ -75,21 +75,16 @@ def test_a_reformat_listed_in_ignore_revs_is_skipped(
     assert not api.requests  # --offline
 
 
-def test_walk_steps_past_a_codemod_and_names_a_relands_original(
+def test_walk_decides_format_only_from_the_diff_and_names_a_relands_original(
     review_repo: ReviewRepo, api: ReviewsAPI
 ) -> None:
+    # "[codemod] Spell c10::isIntegralType as at::isIntegralType" changed the line's
+    # text, not only its whitespace: the walk stops there, whatever the subject says.
     codemod_line = review_repo.line_of(UNARY_OPS, CODEMODDED)
-    plain = blame(f"{UNARY_OPS}:{codemod_line}", repo=str(review_repo.path), api_url=api.url)
-    assert plain.lines[0].sha == review_repo.shas["codemod"]
     walked = blame(
         f"{UNARY_OPS}:{codemod_line}", repo=str(review_repo.path), api_url=api.url, walk=True
     )
-    truth = _git_blame_sha(
-        review_repo.path, UNARY_OPS, codemod_line,
-        review_repo.shas["codemod"], review_repo.shas["reformat"],
-    )  # fmt: skip
-    assert walked.lines[0].sha == truth != review_repo.shas["codemod"]
-    assert [(s.sha, s.kind) for s in walked.skipped] == [(review_repo.shas["codemod"], "codemod")]
+    assert walked.lines[0].sha == review_repo.shas["codemod"] and walked.skipped == []
 
     bool_line = review_repo.line_of(UNARY_OPS, BOOL_CHECK)
     reland = blame(
@@ -104,6 +99,36 @@ def test_walk_steps_past_a_codemod_and_names_a_relands_original(
     users = [[c.user for c in t.comments] for t in reland.threads[sha]]
     assert ["ngimel", "ada-tensor"] in users
     assert all("pytorch-bot[bot]" not in u for u in users)
+
+
+def _commit(repo: Path, before: str, after: str, subject: str) -> str:
+    target = repo / UNARY_OPS
+    text = target.read_text()
+    assert before in text
+    target.write_text(text.replace(before, after, 1))
+    git("commit", "-q", "-am", subject, cwd=repo)
+    return git("rev-parse", "HEAD", cwd=repo)
+
+
+def test_walk_skips_a_whitespace_only_commit_and_keeps_a_typo_fix_that_changes_code(
+    review_repo: ReviewRepo, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    git("clone", "-q", str(review_repo.path), str(repo))
+    line = review_repo.line_of(UNARY_OPS, DOC_LINE)
+    scaled = "  auto y = x * 5;  // the scale"
+    added = _commit(repo, DOC_LINE, f"{DOC_LINE}\n{scaled}", "Scale the result (#150120)")
+    # Subject of a typo fix, change of a number: the code changed here.
+    typo = _commit(repo, scaled, scaled.replace("* 5", "* 7"), "Fix typo in the scale")
+    walked = blame(f"{UNARY_OPS}:{line + 1}", repo=str(repo), offline=True, walk=True)
+    assert walked.lines[0].sha == typo != added and walked.skipped == []
+    # Subject of a change, diff of a re-indent and a line re-wrapped: only whitespace.
+    wrapped = "  auto y =\n      x * 7;  // the scale"
+    indent = _commit(repo, scaled.replace("* 5", "* 7"), wrapped, "Tidy UnaryOps (#150121)")
+    walked = blame(f"{UNARY_OPS}:{line + 1}-{line + 2}", repo=str(repo), offline=True, walk=True)
+    truth = {_git_blame_sha(repo, UNARY_OPS, n, indent) for n in (line + 1, line + 2)}
+    assert {ln.sha for ln in walked.lines} == truth == {typo}
+    assert [(s.sha, s.kind) for s in walked.skipped] == [(indent, "format-only")]
 
 
 def test_a_revert_is_stepped_past_with_what_it_reverted(

@@ -17,8 +17,9 @@ from onboard.commands.reviews import check_modes, show
 @click.option(
     "--walk",
     is_flag=True,
-    help="Step back past reverts, relands and codemods (as .git-blame-ignore-revs does for "
-    "mass reformats) to the change that meant the line.",
+    help="Step back past reverts, relands and commits whose diff there changes only "
+    "whitespace (as .git-blame-ignore-revs does for mass reformats) to the change that "
+    "meant the line.",
 )
 @options.history()
 @options.output()

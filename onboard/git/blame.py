@@ -115,3 +115,51 @@ def blame_porcelain(
         args += ["-L", f"{start},{end}"]
     args += ["--", path]
     return core.git(repo, *args, timeout=timeout, what=f"`git blame` of {path}").stdout
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk of ``git diff -U0``: the lines a commit removed and the lines it added
+    in their place, ``start`` and ``count`` in the commit's version of the file."""
+
+    start: int
+    count: int
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def hunks_of(repo: PathLike, line: BlameLine) -> list[Hunk] | None:
+    """The hunks of the commit that ``line`` is blamed on, in its file (followed from
+    the version before, ``previous``); None when git names no version before (the
+    commit added the file, or the line came from a copy)."""
+    if not line.previous or " " not in line.previous:
+        return None
+    before, before_path = line.previous.split(" ", 1)
+    result = core.git(
+        repo, "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "-M",
+        before, line.sha, "--", before_path, line.orig_path,
+        check=False, timeout=None, what=f"`git diff` of {line.orig_path}", whole=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        return None
+    found: list[Hunk] = []
+    current: tuple[int, int] | None = None
+    removed: list[str] = []
+    added: list[str] = []
+    for text in result.stdout.split("\n"):
+        mo = _HUNK.match(text)
+        if mo:
+            if current is not None:
+                found.append(Hunk(*current, tuple(removed), tuple(added)))
+            count = int(mo.group(2)) if mo.group(2) is not None else 1
+            current, removed, added = (int(mo.group(1)), count), [], []
+        elif current is not None and text.startswith("-"):
+            removed.append(text[1:])
+        elif current is not None and text.startswith("+"):
+            added.append(text[1:])
+    if current is not None:
+        found.append(Hunk(*current, tuple(removed), tuple(added)))
+    return found

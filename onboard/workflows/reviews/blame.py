@@ -5,9 +5,13 @@ commits that only moved them about.
 from files changed in the same commit; the mass reformats PyTorch lists in
 `.git-blame-ignore-revs` are skipped with ``--ignore-rev`` (only those this
 history holds: git refuses an ignore file naming a commit it lacks, and a
-partial clone would go to the network for it). ``walk`` then skips reverts,
-relands and codemods the same way, round by round, and for a line a reland
+partial clone would go to the network for it). ``walk`` then skips reverts and
+format-only commits the same way, round by round, and for a line a reland
 brought back (git can blame it no further) names the pull request it relands.
+A commit is format-only from its diff, never its subject: every hunk that made
+an asked line changes whitespace alone (indentation, line breaks, spaces), so a
+"Fix typo" that turns ``y * 5`` into ``y * 7`` is where the line changed, and a
+"[codemod]" that respells a name is too.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ WALK_ROUNDS = 5
 NOT_COMMITTED = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _IGNORED = {"key": str, "present": [str]}
-_SKIPPED_KINDS = (trailers.REVERT, trailers.RELAND, trailers.CODEMOD)
+FORMAT_ONLY = "format-only"
+_SKIPPED_KINDS = (trailers.REVERT, trailers.RELAND, FORMAT_ONLY)
 
 
 @dataclass(frozen=True)
 class Skipped:
     sha: str
-    kind: str  # ignore-revs / revert / reland / codemod
+    kind: str  # revert / format-only
     subject: str
     pr: int | None
 
@@ -100,9 +105,9 @@ def blame(tree: Tree, path: str, ranges: Sequence[tuple[int, int]], *, walk: boo
 
 
 def _walk_round(tree: Tree, result: Blamed, skip: list[str]) -> list[str]:
-    """The commits to skip next: codemods, and reverts with the commit each reverts
-    (so the restored line goes back to where it was before both). A reland is not
-    skipped (git would guess a neighbouring line's commit for the line it brought
+    """The commits to skip next: format-only ones, and reverts with the commit each
+    reverts (so the restored line goes back to where it was before both). A reland is
+    not skipped (git would guess a neighbouring line's commit for the line it brought
     back); its original pull request is named instead."""
     added: list[str] = []
     for sha in dict.fromkeys(ln.sha for ln in result.lines if not ln.boundary):
@@ -110,20 +115,38 @@ def _walk_round(tree: Tree, result: Blamed, skip: list[str]) -> list[str]:
         if info is None or sha in skip or sha in added:
             continue
         kind = info.trailers.kind
-        if kind == trailers.CODEMOD:
-            added.append(sha)
-        elif kind == trailers.REVERT:
+        if kind == trailers.REVERT:
             added.append(sha)
             reverted = info.trailers.reverts_sha
             if reverted and len(reverted) == 40:
                 added += sorted(git.history.present_commits(tree.repo, [reverted]))
-        elif kind == trailers.RELAND and sha not in result.originals:
-            result.originals[sha] = original_prs(tree, info)
+        elif kind == trailers.RELAND:
+            if sha not in result.originals:
+                result.originals[sha] = original_prs(tree, info)
             continue
+        elif format_only(tree, [ln for ln in result.lines if ln.sha == sha]):
+            kind = FORMAT_ONLY
+            added.append(sha)
         else:
             continue
         result.skipped.append(Skipped(sha, kind, info.subject, info.trailers.pr))
     return added
+
+
+def format_only(tree: Tree, lines: Sequence[git.blame.BlameLine]) -> bool:
+    """Whether the commit these lines are blamed on changed only whitespace where it
+    made each of them: the hunk holding the line removed and added the same text once
+    spaces, tabs and line breaks are taken out (a re-indent, a line re-wrapped)."""
+    for line in lines:
+        hunks = git.blame.hunks_of(tree.repo, line)
+        hunk = next((h for h in hunks or () if h.start <= line.orig_line < h.start + h.count), None)
+        if hunk is None or _squeezed(hunk.removed) != _squeezed(hunk.added):
+            return False
+    return bool(lines)
+
+
+def _squeezed(lines: Sequence[str]) -> str:
+    return re.sub(r"\s+", "", "".join(lines))
 
 
 def original_prs(tree: Tree, reland: Landed) -> list[int]:
