@@ -45,8 +45,9 @@ def render_snapshot(snap: Snapshot, console: Console, verbose: bool) -> None:
     )
     if not snap.diagnoses:
         console.print(
-            "\n[yellow]No known wait was recognised[/] (DataLoader, collective, GIL, callback "
-            "lock, Python deadlock, CUDA): read the threads below."
+            "\n[yellow]No known wait was recognised[/] (DataLoader, collective, GIL, busy "
+            "thread, callback lock, Python deadlock, child process, CUDA): read the threads "
+            "below."
         )
     for number, diag in enumerate(snap.diagnoses, 1):
         console.print(f"\n[bold red]{number}. {_esc(diag.title)}[/]")
@@ -77,8 +78,9 @@ def _site(console: Console, loc: SourceLoc, indent: str) -> None:
 
 
 def _process(console: Console, picture: Picture, verbose: bool) -> None:
+    kind = "" if picture.python else " [dim](not Python: threads from /proc)[/]"
     console.print(
-        f"\n[bold]{_esc(picture.role)}[/] pid {picture.pid}: {_esc(picture.command[:160])}"
+        f"\n[bold]{_esc(picture.role)}[/] pid {picture.pid}: {_esc(picture.command[:160])}" + kind
     )
     if picture.error:
         console.print(f"  [yellow]{_esc(picture.error)}[/]")
@@ -92,9 +94,15 @@ def _thread(console: Console, thread: Thread, verbose: bool) -> None:
         thread.gil or "", ""
     )
     name = f" '{thread.name}'" if thread.name else ""
-    console.print(f"  thread {thread.tid}{_esc(name)}{_esc(gil)}")
+    state = ""
+    if thread.cpu_seconds is not None and thread.sampled_seconds:
+        share = thread.cpu_seconds / thread.sampled_seconds
+        state = f" {'busy: ' if thread.busy else ''}{share:.0%} CPU"
+    if thread.syscall is not None:
+        state += f", in {thread.syscall.label}"
+    console.print(f"  thread {thread.tid}{_esc(name)}{_esc(gil)}[dim]{_esc(state)}[/]")
     frames = thread.frames if verbose else _worth_showing(thread)
-    if not frames:
+    if not frames and thread.syscall is None:
         console.print("    [dim](no Python frames and no frame of torch's)[/]")
     for frame in frames:
         _frame(console, frame, verbose)

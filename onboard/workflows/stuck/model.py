@@ -11,12 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onboard.workflows.opsource.paths import SourceLoc
+from onboard.workflows.stuck.processes import Syscall
 
 PYTHON = "python"
 NATIVE = "native"
 # What a thread does with the GIL, as the tool read it from the interpreter.
 HOLDS_GIL = "holds"
 WAITS_GIL = "waits"
+# A thread that used at least this share of one core while it was sampled runs:
+# it is busy, not blocked (a blocked thread uses none; a poll with a timeout, ~0).
+BUSY_SHARE = 0.05
 
 
 @dataclass
@@ -60,9 +64,31 @@ class Frame:
 @dataclass
 class Thread:
     tid: int
-    name: str
+    name: str  # the Python name (threading.Thread(name=...)) where read, else the kernel's
     frames: list[Frame] = field(default_factory=list)  # caller first
     gil: str | None = None  # HOLDS_GIL / WAITS_GIL / None (neither, or not known)
+    # Sampled just before the stacks were read (None: could not be sampled):
+    cpu_seconds: float | None = None  # CPU the thread used over ``sampled_seconds``
+    sampled_seconds: float | None = None
+    line_moved: bool | None = None  # its innermost Python line differed between two stacks
+    syscall: Syscall | None = None  # the system call it was blocked in (/proc)
+    kernel_name: str = ""  # /proc/PID/task/TID/comm ("python", "pt_main_thread" ...)
+
+    @property
+    def busy(self) -> bool | None:
+        """Whether the thread ran while it was sampled (None: not sampled)."""
+        if self.cpu_seconds is None or not self.sampled_seconds:
+            return None
+        return self.cpu_seconds >= BUSY_SHARE * self.sampled_seconds
+
+    @property
+    def cpu_label(self) -> str:
+        if self.cpu_seconds is None or self.sampled_seconds is None:
+            return "its CPU time could not be sampled"
+        return (
+            f"it used {self.cpu_seconds:.2f} s of CPU in {self.sampled_seconds:.2f} s "
+            f"({self.cpu_seconds / self.sampled_seconds:.0%} of a core)"
+        )
 
     @property
     def python_frames(self) -> list[Frame]:
@@ -94,6 +120,13 @@ class Thread:
             "tid": self.tid,
             "name": self.name,
             "gil": self.gil,
+            "cpu_seconds": None if self.cpu_seconds is None else round(self.cpu_seconds, 3),
+            "sampled_seconds": None
+            if self.sampled_seconds is None
+            else round(self.sampled_seconds, 3),
+            "busy": self.busy,
+            "line_moved": self.line_moved,
+            "syscall": self.syscall.label if self.syscall is not None else None,
             "frames": [f.to_json() for f in self.frames],
         }
 
@@ -111,11 +144,16 @@ class Picture:
     paused: float | None = None  # how long the process was seen stopped (None: not measured)
     error: str | None = None  # why there are no threads (exited, not Python, no permission)
     environ: dict[str, str] = field(default_factory=dict)  # RANK / LOCAL_RANK / WORLD_SIZE
+    ppid: int = 0
+    python: bool = True  # False: not an interpreter; its threads are read from /proc only
+    pipe_writes: dict[str, list[int]] = field(default_factory=dict)  # pipe -> its write fds
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pid": self.pid,
+            "ppid": self.ppid,
             "command": self.command,
+            "python": self.python,
             "role": self.role,
             "tool": self.tool,
             "seconds": round(self.seconds, 3),
@@ -130,7 +168,8 @@ class Picture:
 class Diagnosis:
     """One recognised wait: what it is, where, what it means, what to try."""
 
-    kind: str  # dataloader / collective / gil / callback_lock / cuda / python_deadlock
+    kind: str  # dataloader / collective / gil / busy / callback_lock / cuda / python_deadlock
+    # / child_process
     title: str
     where: tuple[tuple[int, int], ...]  # (pid, tid) of the threads it is about
     evidence: tuple[str, ...]  # the frames that show it, as read

@@ -164,3 +164,137 @@ def stopped(pid: int) -> bool:
         if raw[raw.rfind(")") + 2 :][:1] in ("t", "T"):
             return True
     return False
+
+
+def thread_ticks(pid: int) -> dict[int, int]:
+    """CPU time each thread of the process has used so far (utime + stime, in clock
+    ticks), by thread id; empty when the process cannot be read."""
+    out: dict[int, int] = {}
+    try:
+        tasks = os.listdir(PROC / str(pid) / "task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            raw = (PROC / str(pid) / "task" / tid / "stat").read_text()
+        except OSError:
+            continue
+        rest = raw[raw.rfind(")") + 2 :].split()
+        with contextlib.suppress(IndexError, ValueError):
+            out[int(tid)] = int(rest[11]) + int(rest[12])
+    return out
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """Each thread's kernel name (``/proc/PID/task/TID/comm``), by thread id."""
+    out: dict[int, str] = {}
+    try:
+        tasks = os.listdir(PROC / str(pid) / "task")
+    except OSError:
+        return out
+    for tid in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            out[int(tid)] = (PROC / str(pid) / "task" / tid / "comm").read_text().strip()
+    return out
+
+
+# The system calls a blocked thread is most often in, by number (Linux's tables).
+_SYSCALLS = {
+    "x86_64": {
+        0: "read", 7: "poll", 17: "pread64", 19: "readv", 23: "select", 34: "pause",
+        35: "nanosleep", 43: "accept", 45: "recvfrom", 47: "recvmsg", 61: "wait4",
+        202: "futex", 230: "clock_nanosleep", 232: "epoll_wait", 247: "waitid",
+        270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 288: "accept4",
+    },
+    "aarch64": {
+        63: "read", 65: "readv", 67: "pread64", 72: "pselect6", 73: "ppoll", 98: "futex",
+        101: "nanosleep", 115: "clock_nanosleep", 202: "accept", 207: "recvfrom",
+        212: "recvmsg", 242: "accept4", 260: "wait4", 95: "waitid", 22: "epoll_pwait",
+    },
+}  # fmt: skip
+# Calls whose first argument is a file descriptor.
+_FD_CALLS = ("read", "readv", "pread64", "accept", "accept4", "recvfrom", "recvmsg")
+
+
+@dataclass(frozen=True)
+class Syscall:
+    """The system call a thread is blocked in, from ``/proc/PID/task/TID/syscall``."""
+
+    name: str  # "read", or "syscall 123" where the number is not in the table
+    args: tuple[int, ...]
+    fd_target: str | None = None  # for a call on a descriptor: what it is (pipe:[1234])
+
+    @property
+    def fd(self) -> int | None:
+        return self.args[0] if self.name in _FD_CALLS and self.args else None
+
+    @property
+    def label(self) -> str:
+        if self.fd is not None:
+            target = f": {self.fd_target}" if self.fd_target else ""
+            return f"{self.name}(fd {self.fd}{target})"
+        if self.name == "wait4" and self.args:
+            return f"wait4(pid {self.waited_pid})"
+        return self.name
+
+    @property
+    def waited_pid(self) -> int | None:
+        """wait4's first argument as a signed number (-1: any child)."""
+        if self.name != "wait4" or not self.args:
+            return None
+        value = self.args[0] & 0xFFFFFFFF
+        return value - 2**32 if value >= 2**31 else value
+
+
+def syscall(pid: int, tid: int) -> Syscall | None:
+    """The call the thread is blocked in; None when it runs, is not in a call, or
+    the file cannot be read (it needs the same rights as ptrace)."""
+    import platform
+
+    try:
+        raw = (PROC / str(pid) / "task" / str(tid) / "syscall").read_text().split()
+    except OSError:
+        return None
+    if not raw or raw[0] in ("running", "-1"):
+        return None
+    try:
+        number = int(raw[0])
+        args = tuple(int(a, 16) for a in raw[1:7])
+    except ValueError:
+        return None
+    name = _SYSCALLS.get(platform.machine(), {}).get(number, f"syscall {number}")
+    call = Syscall(name, args)
+    if call.fd is not None:
+        call = Syscall(name, args, fd_target(pid, call.fd))
+    return call
+
+
+def fd_target(pid: int, fd: int) -> str | None:
+    """What a descriptor of the process is: a path, ``pipe:[N]``, ``socket:[N]``."""
+    try:
+        return os.readlink(PROC / str(pid) / "fd" / str(fd))
+    except OSError:
+        return None
+
+
+def pipe_writers(pid: int) -> dict[str, list[int]]:
+    """The pipes (``pipe:[N]``) the process holds open for writing, with its descriptors."""
+    out: dict[str, list[int]] = {}
+    try:
+        fds = os.listdir(PROC / str(pid) / "fd")
+    except OSError:
+        return out
+    for fd in fds:
+        target = fd_target(pid, int(fd)) if fd.isdigit() else None
+        if not target or not target.startswith("pipe:"):
+            continue
+        try:
+            info_text = (PROC / str(pid) / "fdinfo" / fd).read_text()
+        except OSError:
+            continue
+        flags = next(
+            (ln.split()[1] for ln in info_text.splitlines() if ln.startswith("flags:")), "0"
+        )
+        if int(flags, 8) & 0o3 in (0o1, 0o2):  # O_WRONLY / O_RDWR
+            out.setdefault(target, []).append(int(fd))
+    return {target: sorted(fds) for target, fds in out.items()}

@@ -1,6 +1,8 @@
-"""Taking one snapshot: every Python process of the program that has torch
-loaded (the program, its DataLoader workers, its ranks), read side by side by
-the stack tool, named by role, mapped to source, and diagnosed."""
+"""Taking one snapshot: every process of the program (the program, its
+DataLoader workers, its ranks, any child it started, torch or not), sampled
+(``sampling``: CPU per thread, a first stack, the thread names), then read side
+by side by the stack tool (a process that is not Python: its threads and
+system calls from /proc), named by role, mapped to source, and diagnosed."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from onboard.errors import OnboardError
-from onboard.workflows.stuck import processes, tools
+from onboard.workflows.stuck import processes, sampling, tools
 from onboard.workflows.stuck.diagnoses import diagnose
 from onboard.workflows.stuck.diagnoses.common import Context
 from onboard.workflows.stuck.mapping import Mapper
@@ -31,18 +33,24 @@ def take(
 ) -> Snapshot:
     began = time.monotonic()
     snapshot = Snapshot(reason=reason, after=after)
-    targets: list[int] = []
-    for pid in [root, *processes.descendants(root)]:
-        libs = processes.libraries(pid)
-        command = processes.command_line(pid)
-        if pid != root and not (processes.is_python(pid, libs) and processes.has_torch(libs)):
-            why = "not Python" if not processes.is_python(pid, libs) else "torch not loaded"
-            snapshot.skipped.append(f"{pid} ({command[:80]}): {why}, not read")
-            continue
-        targets.append(pid)
+    family = [root, *processes.descendants(root)]
+    # The program itself always goes to the stack tool: its failure is the answer's
+    # (ptrace refused, not Python), where a child's is a note on its picture.
+    python = {pid: pid == root or processes.is_python(pid) for pid in family}
+    samples = sampling.sample_all(family, tools.find("py-spy"))
+    targets = [pid for pid in family if python[pid]]
     workers = max(1, min(len(targets), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pictures = list(pool.map(lambda pid: _read(pid, stack_tools, root), targets))
+        read = dict(
+            zip(
+                targets,
+                pool.map(lambda pid: _read(pid, stack_tools, root, samples), targets),
+                strict=True,
+            )
+        )
+    pictures = [read[pid] if python[pid] else _from_proc(pid, samples) for pid in family]
+    for picture in pictures:
+        picture.pipe_writes = processes.pipe_writers(picture.pid)
     _name_roles(pictures, root)
     snapshot.pictures = pictures
     mapper.map_pictures(pictures)
@@ -51,9 +59,12 @@ def take(
     return snapshot
 
 
-def _read(pid: int, stack_tools: list[tools.Tool], root: int) -> Picture:
+def _read(
+    pid: int, stack_tools: list[tools.Tool], root: int, samples: dict[int, sampling.Sample]
+) -> Picture:
     picture = Picture(pid, processes.command_line(pid), "", "")
     picture.environ = processes.rank_environ(pid)
+    picture.ppid = _ppid(pid)
     try:
         got = tools.dump(pid, stack_tools)
     except tools.Gone as exc:
@@ -65,10 +76,27 @@ def _read(pid: int, stack_tools: list[tools.Tool], root: int) -> Picture:
         picture.error = exc.message
         return picture
     picture.threads = got.threads
+    sampling.apply(samples.get(pid), picture.threads)
     picture.tool = got.tool.name
     picture.seconds = got.seconds
     picture.paused = got.paused
     return picture
+
+
+def _from_proc(pid: int, samples: dict[int, sampling.Sample]) -> Picture:
+    """A process that is not Python: no stacks, its threads' system calls from /proc."""
+    picture = Picture(pid, processes.command_line(pid), "", "/proc", python=False)
+    picture.ppid = _ppid(pid)
+    picture.environ = processes.rank_environ(pid)
+    picture.threads = sampling.proc_threads(pid, samples.get(pid))
+    if not picture.threads:
+        picture.error = f"Process {pid} ended while it was read."
+    return picture
+
+
+def _ppid(pid: int) -> int:
+    found = processes.info(pid)
+    return found.ppid if found is not None else 0
 
 
 def _name_roles(pictures: list[Picture], root: int) -> None:

@@ -7,7 +7,9 @@ none of them guesses from a stall alone: each names the frames that show it.
 from __future__ import annotations
 
 from onboard.workflows.stuck.diagnoses import (
+    busy,
     callback,
+    child,
     collective,
     cuda,
     dataloader,
@@ -21,8 +23,10 @@ ALL = (
     dataloader.diagnose,
     collective.diagnose,
     gil.diagnose,
+    busy.diagnose,
     callback.diagnose,
     deadlock.diagnose,
+    child.diagnose,
     cuda.diagnose,
 )
 

@@ -46,7 +46,7 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
                     s
                     for s in (
                         worker.last_python.where if worker.last_python else None,
-                        in_with.where,
+                        in_with.site,
                         wait.where,
                     )
                     if s is not None
@@ -60,9 +60,9 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
                         evidence=(
                             f"{thread_label(picture, worker)} ({pool}) runs Python and is "
                             f"blocked acquiring `{lock}` at {at(worker.last_python)}",
-                            f"{thread_label(picture, holder)} is inside a `with {lock}:` "
-                            f"block at {at(in_with)} and waits in torch's C++: "
-                            f"{wait.function}",
+                            f"{thread_label(picture, holder)} holds `{lock}` (taken at "
+                            f"{in_with.label}), is at {at(in_with.frame)} and waits in "
+                            f"torch's C++: {wait.function}",
                         ),
                         meaning=(
                             f"The holder of `{lock}` called into torch, which handed work to "

@@ -4,7 +4,7 @@ hold (the ``with NAME:`` blocks its lines sit in), and small wording helpers."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from onboard.workflows.opsource import scan
@@ -84,10 +84,36 @@ def wanted_lock(thread: Thread) -> str | None:
     return mo.group("name") if mo else None
 
 
-def held_locks(thread: Thread) -> dict[str, Frame]:
+@dataclass(frozen=True)
+class Held:
+    """A lock a thread holds: the frame inside the block, and the ``with NAME:`` line
+    that took it (in that frame's file)."""
+
+    frame: Frame
+    line: int
+    text: str
+
+    @property
+    def label(self) -> str:
+        """``file:line in function`` of the ``with`` line."""
+        path = self.frame.where.path if self.frame.where is not None else self.frame.file
+        return f"{path}:{self.line} in {self.frame.function}"
+
+    @property
+    def site(self) -> SourceLoc | None:
+        where = self.frame.where
+        if where is None:
+            return None
+        url = where.url
+        if url and where.line and url.endswith(f"#L{where.line}"):
+            url = url[: -len(f"#L{where.line}")] + f"#L{self.line}"
+        return replace(where, line=self.line, text=self.text, url=url)
+
+
+def held_locks(thread: Thread) -> dict[str, Held]:
     """Locks the thread's Python frames hold: every ``with NAME:`` block (in the same
     function) that a frame's current line sits in, outer frames included."""
-    held: dict[str, Frame] = {}
+    held: dict[str, Held] = {}
     for frame in thread.python_frames:
         lines = _lines(frame)
         if not lines or not frame.line or frame.line > len(lines):
@@ -104,7 +130,9 @@ def held_locks(thread: Thread) -> dict[str, Frame]:
             mo = _WITH.match(text)
             if mo:
                 for name in mo.group("names").split(","):
-                    held.setdefault(name.split(" as ")[0].strip(), frame)
+                    held.setdefault(
+                        name.split(" as ")[0].strip(), Held(frame, number, text.strip())
+                    )
             if _DEF.match(text) or level == 0:
                 break
     return held
@@ -135,7 +163,7 @@ def cpp_pool(thread: Thread) -> str:
         return "the autograd engine's worker"
     if "ProcessGroupGloo" in text:
         return "a gloo worker of ProcessGroupGloo"
-    return f"a C++ thread ({thread.name or 'unnamed'})"
+    return f"a C++ thread ({thread.kernel_name or thread.name or 'unnamed'})"
 
 
 def thread_label(picture: Picture, thread: Thread) -> str:

@@ -14,6 +14,7 @@ from onboard.workflows.stuck.diagnoses.common import (
     at,
     blocked_on_lock,
     loc,
+    source_line,
     thread_label,
     wanted_lock,
     where_ids,
@@ -45,7 +46,7 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
         evidence.append(f"worker {n} (pid {picture.pid}): {said}")
         if frame is not None and frame.where is not None:
             sites.append(frame.where)
-        if blocked_on_lock(worker):
+        if said.startswith("blocked acquiring"):
             blocked.append(f"worker {n}")
     if not workers:
         meaning = (
@@ -101,22 +102,33 @@ def _frame(thread: Thread, file_end: str) -> Frame | None:
 
 
 def _doing(worker: Thread) -> tuple[str, Frame | None]:
-    """What a worker does: its innermost frame outside torch's data plumbing."""
-    user = next(
+    """What a worker does: the innermost frame, outside torch's data plumbing, of
+    what ``_worker_loop`` called. The frames above the loop (the user's ``<module>``
+    and the ``for batch in loader`` that forked the worker) are the parent's, copied
+    by the fork: they are not running."""
+    frames = worker.python_frames
+    loop = next(
         (
-            f
-            for f in reversed(worker.python_frames)
-            if not any(part in (f.file or "") for part in _TORCH_DATA)
+            i
+            for i in range(len(frames) - 1, -1, -1)
+            if (frames[i].file or "").endswith(WORKER) and frames[i].function == "_worker_loop"
         ),
         None,
     )
-    if blocked_on_lock(worker):
+    called = frames[loop + 1 :] if loop is not None else frames
+    user = next(
+        (f for f in reversed(called) if not any(part in (f.file or "") for part in _TORCH_DATA)),
+        None,
+    )
+    cpu = f" ({worker.cpu_label})" if worker.cpu_seconds is not None else ""
+    if blocked_on_lock(worker) and user is not None:
         lock = wanted_lock(worker)
         named = f" `{lock}`" if lock else ""
         return f"blocked acquiring lock{named} at {at(worker.last_python)}", worker.last_python
     if user is not None:
-        return f"running {at(user)}", user
+        doing = "busy" if worker.busy else "waiting" if worker.busy is False else "at"
+        return f"{doing} in the dataset's code at {at(user)}{cpu}", user
+    if loop is not None and "index_queue.get" in source_line(frames[loop]):
+        return f"idle, waiting for indices at {at(frames[loop])}", frames[loop]
     last = worker.last_python
-    if last is not None and (last.file or "").endswith(WORKER):
-        return f"idle, waiting for indices at {at(last)}", last
     return f"at {at(last)}", last

@@ -10,6 +10,7 @@ from onboard.workflows.stuck.diagnoses.common import (
     at,
     blocked_on_lock,
     held_locks,
+    loc,
     started_in_cpp,
     thread_label,
     wanted_lock,
@@ -42,11 +43,11 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
                             f"(`{lock_a}`, `{lock_b}`)",
                             where=where_ids((picture, a), (picture, b)),
                             evidence=(
-                                f"{thread_label(picture, a)} holds `{lock_b}` (with block at "
-                                f"{at(held_a[lock_b])}) and waits for `{lock_a}` at "
+                                f"{thread_label(picture, a)} holds `{lock_b}` (taken at "
+                                f"{held_a[lock_b].label}) and waits for `{lock_a}` at "
                                 f"{at(a.last_python)}",
-                                f"{thread_label(picture, b)} holds `{lock_a}` (with block at "
-                                f"{at(held_b[lock_a])}) and waits for `{lock_b}` at "
+                                f"{thread_label(picture, b)} holds `{lock_a}` (taken at "
+                                f"{held_b[lock_a].label}) and waits for `{lock_b}` at "
                                 f"{at(b.last_python)}",
                             ),
                             meaning=(
@@ -60,9 +61,14 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
                                 "while you look for the second order.",
                             ),
                             sites=tuple(
-                                f.where
-                                for f in (a.last_python, b.last_python)
-                                if f is not None and f.where is not None
+                                site
+                                for site in (
+                                    loc(a.last_python),
+                                    held_a[lock_b].site,
+                                    loc(b.last_python),
+                                    held_b[lock_a].site,
+                                )
+                                if site is not None
                             ),
                         )
                     )

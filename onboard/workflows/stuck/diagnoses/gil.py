@@ -31,9 +31,20 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
         blocking = next((f for f in reversed(native) if f.kind == NATIVE), None)
         if blocking is None:
             continue  # the holder runs Python: it will hand the GIL on at its next switch
+        if holder.busy or (holder.busy is None and holder.line_moved):
+            continue  # it ran while sampled: busy, not blocked (the `busy` diagnosis)
+        sampled = holder.busy is not None
         evidence = [
-            f"{thread_label(picture, holder)} holds the GIL and is blocked in native code: "
-            f"{blocking.function}, called from {at(holder.last_python)}"
+            f"{thread_label(picture, holder)} holds the GIL and "
+            + ("is blocked" if sampled else "is")
+            + f" in native code: {blocking.function}, called from {at(holder.last_python)}; "
+            + (
+                f"{holder.cpu_label}"
+                + (" and its line did not move" if holder.line_moved is False else "")
+                if sampled
+                else "its CPU time could not be sampled, so one stack cannot tell whether "
+                "it runs there or is blocked"
+            )
         ]
         sites = [f.where for f in (holder.last_python,) if f is not None and f.where]
         for waiter in waiters:
@@ -53,9 +64,15 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
                 evidence=tuple(evidence),
                 meaning=(
                     "The holder blocks inside a native call that keeps the GIL "
+                    f"({blocking.function}): it used no CPU while it was sampled; the waiting "
+                    "thread cannot run its Python until the holder releases it. If the holder "
+                    "waits for that thread's work (a future, a pipe, a queue), neither can "
+                    "ever move."
+                    if sampled
+                    else "The holder is inside a native call that keeps the GIL "
                     f"({blocking.function}); the waiting thread cannot run its Python until "
-                    "the holder releases it. If the holder waits for that thread's work (a "
-                    "future, a pipe, a queue), neither can ever move."
+                    "the holder releases it. Whether the holder is blocked there or still "
+                    "computing was not checked."
                 ),
                 try_next=(
                     "Release the GIL around the blocking call: in C/C++ with "
@@ -64,6 +81,11 @@ def diagnose(pictures: list[Picture], context: Context) -> list[Diagnosis]:
                     "Or wait in Python (fut.wait(), queue.get()), which releases the GIL.",
                 ),
                 sites=tuple(sites),
+                checked=sampled,
+                unchecked_why=""
+                if sampled
+                else "the holder's CPU time could not be read from /proc, so it may be busy "
+                "in that call rather than blocked",
             )
         )
     return found
