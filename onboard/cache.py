@@ -249,9 +249,32 @@ def read_valid(path: Path, shape: Any) -> dict[str, Any]:
 
 
 def write_json(path: Path, data: dict[str, Any], *, compact: bool = False) -> None:
-    """Replace the file atomically (readers never see half a file); errors are ignored."""
+    """Replace the file atomically (readers never see half a file; a folder in its place
+    is removed first); an error leaves a line for ``take_notes``."""
     separators = (",", ":") if compact else None
     _replace(path, json.dumps(data, separators=separators).encode())
+
+
+# Entries this run could not write, one line each (``take_notes``): a cache that is not
+# used is said, not felt as every run being slow.
+_NOT_WRITTEN: dict[str, str] = {}
+
+
+def make_room(path: Path) -> bool:
+    """Remove a folder where the cache file ``path`` belongs (a stray mkdir, a copy gone
+    wrong): it reads as missing on every run, and left there the entry would be rebuilt,
+    and the rebuild lost, every time. False, with a line for ``take_notes``, when it
+    cannot be removed."""
+    import shutil
+
+    if not path.is_dir() or path.is_symlink():
+        return True
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        _NOT_WRITTEN[str(path)] = f"a folder is in its place: {exc.strerror or exc}"
+        return False
+    return True
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -259,10 +282,27 @@ def _replace(path: Path, data: bytes) -> None:
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not make_room(path):
+            return
         # Beside the target, removed on any failure (a full disk included).
         files.write_bytes(path, data, journal=False)
-    except OSError:
-        pass
+    except OSError as exc:
+        _NOT_WRITTEN[str(path)] = exc.strerror or type(exc).__name__
+
+
+def take_notes() -> list[str]:
+    """What the cache could not keep since last asked, and what that costs (a line each
+    for the answer)."""
+    lines = []
+    taken = dict(_NOT_WRITTEN)
+    _NOT_WRITTEN.clear()
+    for path, why in taken.items():
+        lines.append(
+            f"the cache entry {path} could not be written ({why}), so the cache is not used "
+            "for it: every run rebuilds what it holds, which is slower. Remove that path "
+            "(or free the disk) to let onboard keep it again."
+        )
+    return lines
 
 
 # --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import proc
-from onboard.cache import cache_dir, read_valid
+from onboard.cache import cache_dir, read_valid, write_json
 from onboard.errors import OnboardError
 from onboard.shell import quote
 
@@ -443,11 +443,7 @@ def scan_build_prefix(lib: Path) -> BuildPrefix:
             f"{hits} __FILE__ strings of {where} of {lib.name}",
             tuple(sorted(p.decode() for p in paths[prefix])),
         )
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps(asdict(result)))
-    except OSError:
-        pass
+    write_json(cache, asdict(result))  # (a folder in its place is replaced: onboard.cache)
     return result
 
 

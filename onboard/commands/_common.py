@@ -3,6 +3,7 @@ the parameter type of every path a command takes, and the reporter."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -72,9 +73,12 @@ class Finished(Protocol):
 def finish(result: Finished, view: Callable[..., None], as_json: bool, verbose: bool) -> int:
     """Print ``result`` (its JSON, or ``view(result, console, verbose)``) and return the
     exit code the command ends with."""
+    from onboard import cache
     from onboard.console import emit_view
 
     emit_view(result, view, as_json=as_json, verbose=verbose)
+    for note in cache.take_notes():  # on stderr: a --json answer stays alone on stdout
+        sys.stderr.write(f"note: {note}\n")
     return int(result.exit_code)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import proc, torchenv
-from onboard.cache import matches
+from onboard.cache import make_room, matches
 from onboard.errors import OnboardError
 from onboard.report import Reporter
 from onboard.shell import quote
@@ -130,6 +130,7 @@ class LiveIndex:
         self.reporter = reporter
         name = "live-index-" + cache.key(python, cache_id)
         self.path = cache.cache_root() / f"{name}.jsonl"
+        make_room(self.path)  # a folder in its place would keep every call importing torch
         # While a child writes the index: its pid and start time.
         self.building = cache.cache_root() / f"{name}.building"
         self._file = IndexFile(self.path, stale=refresh)
