@@ -23,7 +23,7 @@ from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.bisect import BisectRequest, run_bisect
 from onboard.workflows.bisect.builds import needs_rebuild
-from onboard.workflows.bisect.model import pr_of
+from onboard.workflows.bisect.model import commit_info, github_base, pr_of
 from onboard.workflows.bisect.runner import (
     CRASH,
     FAIL,
@@ -163,6 +163,40 @@ _BASE = "https://github.com/pytorch/pytorch"
 def test_pr_of_mergebot_messages(subject: str, body: str, pr: int | None) -> None:
     url = f"{_BASE}/pull/{pr}" if pr else None
     assert pr_of(subject, body, _BASE) == (pr, url)
+
+
+@pytest.mark.parametrize(
+    ("remotes", "linked"),
+    [
+        ({}, None),
+        ({"origin": "/srv/git/proj.git"}, None),
+        ({"origin": "https://gitlab.com/me/proj.git"}, None),
+        ({"origin": "git@github.com:me/proj.git"}, "me/proj"),
+        ({"origin": "https://github.com/me/proj", "upstream": "https://github.com/org/proj.git"},
+         "org/proj"),
+    ],
+    ids=["no-remote", "a-local-path", "another-host", "github-fork", "upstream-first"],
+)  # fmt: skip
+def test_a_subjects_pr_number_links_only_to_the_repositorys_own_github(
+    tmp_path: Path, remotes: dict[str, str], linked: str | None
+) -> None:
+    # A repository that is not PyTorch: "(#1013)" is its own pull request, if anyone's.
+    repo = tmp_path / "proj"
+    git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
+    (repo / "a.py").write_text("x = 1\n")
+    git("add", "a.py", cwd=repo)
+    git("commit", "-q", "-m", "Fix the parser (#1013)", cwd=repo)
+    for name, url in remotes.items():
+        git("remote", "add", name, url, cwd=repo)
+    sha = git("rev-parse", "HEAD", cwd=repo)
+    info = commit_info(repo, sha, github_base(repo))
+    assert info.pr == 1013
+    if linked is None:
+        assert info.pr_url is None and info.url is None
+    else:
+        assert info.pr_url == f"https://github.com/{linked}/pull/1013"
+        assert info.url == f"https://github.com/{linked}/commit/{sha}"
+    assert "pytorch/pytorch" not in json.dumps(info.to_json())
 
 
 @pytest.mark.parametrize(

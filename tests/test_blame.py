@@ -179,6 +179,41 @@ def test_cli_json_and_a_second_run_asks_nothing(
     assert len(api.requests) == asked
 
 
+@pytest.mark.parametrize(
+    ("remote", "linked"),
+    [
+        (None, None),
+        ("https://gitlab.com/me/proj.git", None),
+        ("git@github.com:me/proj.git", "me/proj"),
+    ],
+    ids=["no-remote", "another-host", "a-github-remote"],
+)  # fmt: skip
+def test_a_subjects_pr_number_links_only_to_the_repositorys_own_github(
+    tmp_path: Path, remote: str | None, linked: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Not PyTorch: "(#1013)" in a subject, no `Pull Request resolved:` URL in the body.
+    repo = tmp_path / "proj"
+    git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
+    (repo / "a.py").write_text("x = 1\ny = 2\n")
+    git("add", "a.py", cwd=repo)
+    git("commit", "-q", "-m", "Fix the parser (#1013)", cwd=repo)
+    if remote:
+        git("remote", "add", "origin", remote, cwd=repo)
+    sha = git("rev-parse", "HEAD", cwd=repo)
+    found = blame("a.py:2", repo=str(repo), offline=True)
+    view = found.prs[sha]
+    assert view.change.trailers.pr == 1013
+    if linked is None:
+        assert view.url is None and view.commit_url is None
+    else:
+        assert view.url == f"https://github.com/{linked}/pull/1013"
+        assert view.commit_url == f"https://github.com/{linked}/commit/{sha}"
+    assert run_cli(cli, ["blame", "a.py:2", "--repo", str(repo), "--offline"]) == 0
+    text = capsys.readouterr().out
+    assert "#1013" in text and "pytorch/pytorch" not in text
+    assert ("/pull/1013" in text) is (linked is not None)
+
+
 def test_refresh_revalidates_for_free(review_repo: ReviewRepo, api: ReviewsAPI) -> None:
     line = review_repo.line_of(UNARY_OPS, BOOL_CHECK)
     spec = f"{UNARY_OPS}:{line}"

@@ -128,6 +128,30 @@ def remote_url(repo: PathLike, name: str = "origin") -> str | None:
     return result.stdout.strip() or None
 
 
+# github.com/OWNER/NAME in an https, ssh:// or scp-like (git@github.com:OWNER/NAME) URL.
+_GITHUB_URL = re.compile(
+    r"^(?:[a-z+]+://)?(?:[^@/]+@)?(?:www\.)?github\.com(?::\d+)?[:/]+"
+    r"(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/*$",
+    re.IGNORECASE,
+)
+
+
+def github_repo(repo: PathLike) -> str | None:
+    """OWNER/NAME of the repository's own GitHub remote: ``upstream``, else ``origin``,
+    else the only remote on github.com; None when no remote is on GitHub (no remote, a
+    local path, another host): a number like ``(#1013)`` then names no pull request
+    onboard can link."""
+    found = {
+        name: f"{mo.group('owner')}/{mo.group('name')}"
+        for name, url in remotes(repo).items()
+        if (mo := _GITHUB_URL.match(url.strip()))
+    }
+    for name in ("upstream", "origin"):
+        if name in found:
+            return found[name]
+    return next(iter(found.values())) if len(set(found.values())) == 1 else None
+
+
 def remotes(repo: PathLike) -> dict[str, str]:
     """Remote name -> fetch URL (as configured; may carry userinfo: redact before showing)."""
     names = [n for n in core.out(repo, "remote").splitlines() if n.strip()]

@@ -73,8 +73,11 @@ def _print_commit(console: Console, info: CommitInfo, title: str) -> None:
     console.print(f"  {escape(info.subject)}")
     if info.pr_url:
         console.print(f"  PR #{info.pr}: {info.pr_url}")
+    elif info.pr:  # no GitHub remote: the number alone, linked to no one's repository
+        console.print(f"  PR #{info.pr} (this repository has no GitHub remote to link it to)")
     console.print(f"  author: {escape(info.author)} <{escape(info.author_email)}>, {info.date}")
-    console.print(f"  commit: {info.url}")
+    if info.url:
+        console.print(f"  commit: {info.url}")
     shown = list(info.files[:15])
     console.print(
         "  files: " + ("; ".join(escape(f.replace("\t", " ")) for f in shown) or "(none)")

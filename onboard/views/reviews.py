@@ -132,8 +132,9 @@ def render(r: ReviewsResult, console: Console, verbose: bool) -> None:
         detail = approved(p)
         if detail:
             console.print(f"      [dim]{esc(detail)}[/]")
-        if p.url or verbose:
-            console.print(f"      [blue]{esc(p.url or p.commit_url)}[/]")
+        link = p.url or (p.commit_url if verbose else None)
+        if link:
+            console.print(f"      [blue]{esc(link)}[/]")
     if r.approvals:
         console.print("\n[bold cyan]Who approved these (from the commits' Approved by: lines)[/]")
         for a in r.approvals[: None if verbose else 10]:

@@ -33,8 +33,6 @@ BISECT = "bisect"
 
 _PR_RESOLVED = re.compile(r"^Pull Request resolved:\s*(\S+/pull/(\d+))\s*$", re.M)
 _PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
-_GITHUB_REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
-PYTORCH_GITHUB = "https://github.com/pytorch/pytorch"
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ class CommitInfo:
     date: str
     pr: int | None
     pr_url: str | None
-    url: str
+    url: str | None  # None when the repository has no GitHub remote to link to
     files: tuple[str, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -63,28 +61,30 @@ class CommitInfo:
         }
 
 
-def github_base(repo: Path) -> str:
-    """https://github.com/OWNER/NAME from origin when it is GitHub, else pytorch/pytorch."""
-    url = git.remote.remote_url(repo) or ""
-    match = _GITHUB_REMOTE.search(url)
-    return f"https://github.com/{match.group(1)}/{match.group(2)}" if match else PYTORCH_GITHUB
+def github_base(repo: Path) -> str | None:
+    """https://github.com/OWNER/NAME of the repository's own GitHub remote; None when it
+    has none (no remote, a local path, another host): nothing is linked then, as a
+    subject's ``(#1013)`` in another repository is not pytorch/pytorch's #1013."""
+    found = git.remote.github_repo(repo)
+    return f"https://github.com/{found}" if found else None
 
 
-def pr_of(subject: str, body: str, base: str) -> tuple[int | None, str | None]:
-    """The PR a merge-bot commit came from (.github/scripts/trymerge.py writes both forms)."""
+def pr_of(subject: str, body: str, base: str | None) -> tuple[int | None, str | None]:
+    """The PR a merge-bot commit came from (.github/scripts/trymerge.py writes both forms):
+    the URL its body gives, else the subject's number, linked under ``base`` if any."""
     resolved = _PR_RESOLVED.findall(body)
     if resolved:
         url, number = resolved[-1]
         return int(number), url
     match = _PR_SUBJECT.search(subject)
     if match:
-        return int(match.group(1)), f"{base}/pull/{match.group(1)}"
+        return int(match.group(1)), f"{base}/pull/{match.group(1)}" if base else None
     return None, None
 
 
-def commit_info(repo: Path, sha: str, base: str | None = None) -> CommitInfo:
+def commit_info(repo: Path, sha: str, base: str | None) -> CommitInfo:
+    """``base``: the repository's GitHub URL (``github_base``), None for no links."""
     fields = git.history.commit_fields(repo, sha)
-    base = base or github_base(repo)
     pr, pr_url = pr_of(fields["subject"], fields["body"], base)
     return CommitInfo(
         sha=fields["sha"],
@@ -94,7 +94,7 @@ def commit_info(repo: Path, sha: str, base: str | None = None) -> CommitInfo:
         date=fields["date"],
         pr=pr,
         pr_url=pr_url,
-        url=f"{base}/commit/{fields['sha']}",
+        url=f"{base}/commit/{fields['sha']}" if base else None,
         files=tuple(git.history.files_touched(repo, sha)),
     )
 

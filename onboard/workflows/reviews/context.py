@@ -20,6 +20,9 @@ class Context:
     source: pulls.ReviewSource
     reporter: Reporter
     offline: bool
+    # OWNER/NAME a pull request number links to: --upstream-repo when given, else the
+    # repository's own GitHub remote; None (no remote on GitHub): nothing is linked.
+    linked: str | None = None
     _files: dict[str, list[str] | None] = field(default_factory=dict)
 
     @classmethod
@@ -38,7 +41,8 @@ class Context:
         source = pulls.source(
             api_url, tree.upstream, offline=offline, refresh=refresh, reporter=reporter
         )
-        return cls(tree, source, reporter, offline)
+        linked = upstream or git.remote.github_repo(tree.repo)
+        return cls(tree, source, reporter, offline, linked)
 
     def checkout(self) -> Checkout:
         t = self.tree
@@ -46,16 +50,25 @@ class Context:
 
     def pr_view(self, change: Landed, pull: pulls.PullReviews | None) -> PrView:
         number = change.trailers.pr
+        # A subject's "(#1013)" in a repository that is not PyTorch is not pytorch/pytorch's
+        # #1013: only the message's own URL, or the repository's own GitHub, is linked.
         view = PrView(
             change,
-            change.trailers.pr_url or (self.source.pr_url(number) if number else None),
-            self.source.commit_url(change.sha),
+            change.trailers.pr_url or (self._link("pull", str(number)) if number else None),
+            self._link("commit", change.sha) if change.sha else None,
         )
         if pull is not None and change.trailers.kind != trailers.REVERT:
             # (a revert's number is the reverted PR's: its review is that PR's, shown there)
             view.reviews = pull.reviews
             view.problem = pull.problem if not pull.known else None
         return view
+
+    def _link(self, kind: str, what: str) -> str | None:
+        if self.linked is None:
+            return None
+        # --upstream-repo is on the API's host (GitHub Enterprise too); a remote on github.com
+        host = self.source.web() if self.linked == self.source.upstream else "github.com"
+        return f"https://{host}/{self.linked}/{kind}/{what}"
 
     def lines_at_commit(self, path: str) -> list[str] | None:
         """The file's lines at the installed commit (HEAD's when it is unknown); the

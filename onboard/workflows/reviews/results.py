@@ -38,7 +38,7 @@ class PrView:
 
     change: Landed
     url: str | None
-    commit_url: str
+    commit_url: str | None  # None when the repository has no GitHub remote to link to
     reviews: list[Review] = field(default_factory=list)
     comments_here: int = 0
     problem: str | None = None  # why its review is not shown
