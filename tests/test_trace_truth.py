@@ -84,6 +84,26 @@ with torch.inference_mode():
     inf = torch.ones(3) * 3
 after = inf + 1
 """,
+    # x * 2 inside the Function's forward wraps the Python number into a tensor: an
+    # allocation in a torch call inside the Function's own profiler range, no op's child
+    "custom_function_python_number": """\
+import torch
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2
+
+x = torch.randn(3, requires_grad=True)
+y = Double.apply(x)
+y.sum().backward()
+""",
     "tensors_from_data": """\
 import torch
 
@@ -168,7 +188,12 @@ torch.nn.init.zeros_(w)
 """,
 }
 # The quick ones run in the fast suite; all of them with the slow tests.
-FAST = ("factories_and_guards", "custom_function_conv_no_grad", "tensors_from_data")
+FAST = (
+    "factories_and_guards",
+    "custom_function_conv_no_grad",
+    "custom_function_python_number",
+    "tensors_from_data",
+)
 CASES = [pytest.param(name, marks=() if name in FAST else pytest.mark.slow) for name in PROGRAMS]
 
 _MEMORY = """\

@@ -132,7 +132,7 @@ _OUTSIDE = CallSite(api=None, grad_seen=False, top=False)
 
 
 def build(raw: list[dict[str, Any]], dispatch: Dispatch) -> list[Node]:
-    return _build(raw, dispatch, frozenset(), [], _OUTSIDE)
+    return _build(raw, dispatch, frozenset(), [], _OUTSIDE, None)
 
 
 def _build(
@@ -141,13 +141,22 @@ def _build(
     excluded: frozenset[str],
     out: list[Node],
     site: CallSite,
+    owner: Node | None,
 ) -> list[Node]:
     """The child's nodes as Nodes, appended to ``out`` (a loop, not generators: a
-    trace holds tens of thousands of them)."""
+    trace holds tens of thousands of them). ``owner`` is the innermost op around them."""
     for item in raw:
         kind = item["t"]
         if kind == "alloc":
-            continue  # folded into its op, or counted as outside any op (memory_outside)
+            # An op's own allocations are read with it (below). One in a call that runs
+            # inside an op (the Python number `x * 2` wraps into a tensor inside a custom
+            # autograd.Function's forward) is that op's; outside every op it is counted
+            # by allocations_outside_ops.
+            if owner is not None:
+                owner.allocations.append(
+                    Allocation(item["bytes"], item["device"], item["allocated"], item["reserved"])
+                )
+            continue
         children = item.get("children", ())
         if kind == "op":
             op = item["name"] + (f".{item['overload']}" if item.get("overload") else "")
@@ -169,18 +178,13 @@ def _build(
                 keys_basis=basis,
                 inputs=list(item.get("inputs", ())),  # `3x4 float32`, as the child wrote them
                 kernels=ran.kernels,
-                allocations=[
-                    Allocation(a["bytes"], a["device"], a["allocated"], a["reserved"])
-                    for a in children
-                    if a["t"] == "alloc"
-                ],
             )
             # Below the autograd engine grad mode is what backward was asked for: the
             # sequence numbers there say nothing about guards.
             below = CallSite(
                 site.api, site.grad_seen and not node.is_engine and _is_aten(op), top=False
             )
-            _build(children, dispatch, ran.excluded_below, node.children, below)
+            _build(children, dispatch, ran.excluded_below, node.children, below, node)
             out.append(node)
         elif kind == "call":
             node = Node(
@@ -196,10 +200,10 @@ def _build(
             # Python code in the call (F.relu, nn.init) may switch grad mode off before
             # the ops it makes; a C++ binding cannot.
             inner = CallSite(node.label, grad and not item.get("python", True), top=True)
-            _build(children, dispatch, excluded, node.children, inner)
+            _build(children, dispatch, excluded, node.children, inner, owner)
             out.append(node)
         else:  # anything else holds ops at most: show those
-            _build(children, dispatch, excluded, out, site)
+            _build(children, dispatch, excluded, out, site, owner)
     return out
 
 
