@@ -313,6 +313,41 @@ def test_cuda_wait_is_named_and_not_checked_without_a_gpu() -> None:
     assert cuda.diagnose([picture], Context(gpu=True))[0].checked
 
 
+def test_gil_holder_busy_blocked_or_not_sampled() -> None:
+    """One stack cannot tell a holder that computes in a native call from one blocked
+    in it: the CPU sampled from /proc decides, and without it the answer says so."""
+    from onboard.workflows.stuck.diagnoses import diagnose
+    from onboard.workflows.stuck.model import HOLDS_GIL, WAITS_GIL
+
+    def picture(cpu: float | None) -> Picture:
+        holder = Thread(
+            11,
+            "producer",
+            [
+                Frame(PYTHON, "produce", "/tmp/p.py", 9),
+                Frame(NATIVE, "PyLong_AsLongLongAndOverflow", library="libpython3.11.so"),
+            ],
+            gil=HOLDS_GIL,
+            cpu_seconds=cpu,
+            sampled_seconds=None if cpu is None else 0.5,
+        )
+        waiter = Thread(12, "MainThread", [Frame(PYTHON, "<module>", "/tmp/p.py", 20)])
+        waiter.gil, waiter.cpu_seconds, waiter.sampled_seconds = WAITS_GIL, 0.0, 0.5
+        return Picture(11, "python p.py", "the program", "pystack", [holder, waiter])
+
+    busy = diagnose([picture(0.4)], Context(gpu=False))
+    assert [d.kind for d in busy] == ["busy"]
+    assert "it used 0.40 s of CPU in 0.50 s" in busy[0].evidence[0]
+    assert not any("never" in d.meaning for d in busy)
+    blocked = diagnose([picture(0.0)], Context(gpu=False))
+    assert [d.kind for d in blocked] == ["gil"] and blocked[0].checked
+    assert "it used 0.00 s of CPU" in blocked[0].evidence[0]
+    unsampled = diagnose([picture(None)], Context(gpu=False))
+    assert [d.kind for d in unsampled] == ["gil"] and not unsampled[0].checked
+    assert "could not be read" in unsampled[0].unchecked_why
+    assert "never" not in unsampled[0].meaning and "not checked" in unsampled[0].meaning
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(BadInput):
         stuck(StuckRequest())
