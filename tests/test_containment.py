@@ -10,6 +10,7 @@ does not make onboard hold 200 MB.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from onboard import proc
-from onboard.proc import contain
+from onboard.proc import contain, records
 from onboard.proc.records import runs_dir
 from onboard.workflows.ab import compare
 from onboard.workflows.stuck import StuckRequest, stuck
@@ -176,3 +177,47 @@ def test_a_program_that_prints_200_mb_leaves_onboard_small(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     peak_mib = int(done.stdout.split()[-1]) / 1024  # ru_maxrss: KiB on Linux
     assert peak_mib < 120, f"onboard held {peak_mib:.0f} MiB reading a 200 MB output"
+
+
+def _dead_pid() -> int:
+    """A pid no process has now (one that just exited and was waited for)."""
+    probe = subprocess.Popen(["true"])
+    probe.wait()
+    return probe.pid
+
+
+def test_a_sweep_never_takes_a_reused_pid_for_a_dead_runs_process(tmp_path: Path) -> None:
+    """A record names each process by pid and start time: a live process under one of its
+    pids that started at another time is someone else's (the pid was reused)."""
+    other = subprocess.Popen(["sleep", "300"])
+    try:
+        start = records.start_time(other.pid)
+        assert start is not None
+        folder = records.runs_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        dead = {"pid": _dead_pid(), "start": 1}
+        reused = {"pid": other.pid, "start": start - 1}  # the dead run's, long gone
+        for name, owner in (
+            ("dead", dead),
+            ("alive", {"pid": os.getpid(), "start": records.start_time(os.getpid())}),
+        ):
+            (folder / f"{name}.json").write_text(json.dumps({
+                "version": 1, "onboard": owner, "command": "prog", "mark": "0" * 12,
+                "cgroup": None, "processes": [reused if name == "dead" else
+                                              {"pid": other.pid, "start": start}],
+            }))  # fmt: skip
+        assert records.sweep_dead() == []
+        assert _alive(other.pid)  # neither the reused pid, nor a live run's own process
+        assert not (folder / "dead.json").exists()  # a dead run's record goes
+        assert (folder / "alive.json").exists()  # a live onboard's stays
+        # The same record with the right start time: that process is the dead run's.
+        (folder / "dead.json").write_text(json.dumps({
+            "version": 1, "onboard": dead, "command": "prog", "mark": "0" * 12,
+            "cgroup": None, "processes": [{"pid": other.pid, "start": start}],
+        }))  # fmt: skip
+        (swept,) = records.sweep_dead()
+        assert [p.pid for p in swept.stopped] == [other.pid]
+        assert other.wait(10) is not None
+    finally:
+        other.kill()
+        other.wait()
