@@ -37,7 +37,8 @@ def stuck(as_json: bool, verbose: bool, **parsed: Any) -> int:
     (DataLoader workers and ranks too), each thread's Python and C++ frames, torch's
     frames at their source lines in the workspace checkout, and the waits it recognises
     (a DataLoader waiting on its workers, a collective waiting on a peer, a GIL or lock
-    deadlock with a C++ thread, a Python deadlock, a CUDA synchronize).
+    deadlock with a C++ thread, a Python deadlock, a parent waiting on a child, a CUDA
+    synchronize). Each thread's CPU is sampled first: a busy thread is named busy.
 
     While it runs: Ctrl-\\ (or `kill -USR1 ONBOARD_PID`) takes a snapshot now; the
     program goes on after a snapshot unless --kill; Ctrl-C stops it. The program's
