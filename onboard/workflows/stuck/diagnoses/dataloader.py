@@ -120,7 +120,7 @@ def _doing(worker: Thread) -> tuple[str, Frame | None]:
         (f for f in reversed(called) if not any(part in (f.file or "") for part in _TORCH_DATA)),
         None,
     )
-    cpu = f" ({worker.cpu_label})" if worker.cpu_seconds is not None else ""
+    cpu = f": {worker.cpu_label}" if worker.cpu_seconds is not None else ""
     if blocked_on_lock(worker) and user is not None:
         lock = wanted_lock(worker)
         named = f" `{lock}`" if lock else ""
