@@ -37,7 +37,14 @@ from onboard.github_token import Token
 from onboard.redact import redact
 from onboard.report import Reporter
 
-_ENTRY = {"key": str, "status": int, "etag": (str, None), "next": (str, None), "data": object}
+# ``etags``: the ETag each token got (by a hash of the token, never the token): GitHub's
+# ETag of an authenticated answer depends on who asked (its answers vary by
+# Authorization), so one token's ETag sent with another's comes back as a full
+# answer. ``etag``: the last one (entries from before ``etags`` have only it).
+_ENTRY = {
+    "key": str, "status": int, "etag": (str, None), "next": (str, None), "data": object,
+    "etags?": {str: str},
+}  # fmt: skip
 _SERVER_ERRORS = range(500, 600)
 _GONE = {404: "not found (404)", 410: "gone (410)"}
 utc = rest.utc
@@ -134,9 +141,37 @@ class AnswerStore:
             return None
         return entry
 
-    def write(self, key: str, status: int, etag: str | None, nxt: str | None, data: Any) -> None:
-        entry = {"key": key, "status": status, "etag": etag, "next": nxt, "data": data}
+    def write(
+        self,
+        key: str,
+        status: int,
+        etag: str | None,
+        nxt: str | None,
+        data: Any,
+        *,
+        asker: str = "",
+        kept: dict[str, Any] | None = None,
+    ) -> None:
+        """Keep an answer; ``asker`` (``asked_by``) names whose ETag ``etag`` is, and the
+        ETags other tokens got for the same answer (``kept``) stay while it is unchanged."""
+        etags: dict[str, str] = {}
+        if kept is not None and kept.get("data") == data and kept.get("next") == nxt:
+            etags = dict(kept.get("etags") or {})
+        if etag:
+            etags[asker] = etag
+        entry = {
+            "key": key, "status": status, "etag": etag, "next": nxt, "data": data,
+            "etags": etags,
+        }  # fmt: skip
         cache.write_json(self._file(key), entry, compact=True)
+
+
+def asked_by(token: Token | None) -> str:
+    """Who asks, as the ETag cache knows it: a hash of the token (never the token itself;
+    "" without one)."""
+    if token is None:
+        return ""
+    return cache.sha1_hex(b"onboard-etag\0" + token.value.encode())[:16]
 
 
 class CachedGitHub:
@@ -221,8 +256,11 @@ class CachedGitHub:
         self, path: str, query: dict[str, str], key: str, kept: dict[str, Any] | None, final: bool
     ) -> tuple[Answer, str | None]:
         headers = {"Accept": "application/vnd.github+json"}
-        if kept is not None and kept.get("etag"):
-            headers["If-None-Match"] = kept["etag"]
+        asker = asked_by(self._token)
+        etags = kept.get("etags") if kept is not None else None
+        etag = (etags or {}).get(asker) if etags is not None else (kept or {}).get("etag")
+        if etag:
+            headers["If-None-Match"] = etag
         waited = retried = False
         while True:
             status, head, body = self._send(path, query, headers)
@@ -235,7 +273,7 @@ class CachedGitHub:
                 except ValueError:
                     raise rest.Stop(rest.not_github(self.api_url, body)) from None
                 nxt = _next_link(head.get("link", ""))
-                self.store.write(key, status, head.get("etag"), nxt, data)
+                self.store.write(key, status, head.get("etag"), nxt, data, asker=asker, kept=kept)
                 return Answer(data, "api"), nxt
             wait = rest.wait_asked(status, head, body, self.max_wait_s)
             if wait is not None and not waited:

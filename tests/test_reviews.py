@@ -128,11 +128,11 @@ def test_sync_then_offline_and_an_interrupted_sync_goes_on(
     real = github_cache.AnswerStore.write
     written = []
 
-    def interrupted(self: github_cache.AnswerStore, *args: object) -> None:
+    def interrupted(self: github_cache.AnswerStore, *args: object, **kwargs: object) -> None:
         if len(written) == 3:
             raise KeyboardInterrupt  # Ctrl-C between two answers
         written.append(args[0])
-        real(self, *args)  # type: ignore[arg-type]
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(github_cache.AnswerStore, "write", interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -297,6 +297,31 @@ def test_the_reference_tree_asks_the_api_for_a_files_commits(
     assert len(api.requests) == asked
 
 
+def test_the_reference_tree_follows_a_rename_through_the_api(
+    review_repo: ReviewRepo, api: ReviewsAPI, tmp_path: Path
+) -> None:
+    # GitHub's commits?path= stops where the file got its name; the commit that
+    # renamed it names the old one (previous_filename), whose history goes on.
+    from opsource_helpers import make_reference_workspace
+
+    ws = make_reference_workspace(tmp_path / "ws")
+    path = "aten/src/ATen/native/native_functions.yaml"
+    old = "aten/src/ATen/native/functions.yaml"
+    for step, date, paths, moved in (
+        ("single", "2025-02-01T00:00:00Z", [old], None),
+        ("rename", "2025-02-03T00:00:00Z", [path], {path: old}),
+        ("reland", "2025-02-05T00:00:00Z", [path], None),
+    ):
+        message = git("log", "-1", "--format=%B", review_repo.shas[step], cwd=review_repo.path)
+        api.add_commit(review_repo.shas[step], message, date, paths, renamed=moved)
+    r = reviews([path], workspace=str(ws.root), api_url=api.url)
+    assert [p.change.trailers.pr for p in r.prs] == [150105, 150108, 150101]
+    asked = len(api.requests)
+    offline = reviews([path], workspace=str(ws.root), api_url=api.url, offline=True)
+    assert [p.change.trailers.pr for p in offline.prs] == [150105, 150108, 150101]
+    assert len(api.requests) == asked
+
+
 def test_an_op_reads_the_files_where_names(
     review_repo: ReviewRepo, api: ReviewsAPI, tmp_path: Path
 ) -> None:
@@ -366,3 +391,27 @@ def test_a_github_that_sends_its_answer_slowly_ends_at_the_deadline(
     slow = [m for m in github["missing"] if "/comments" in m]
     assert slow and "did not send its whole answer" in slow[0]
     assert sum(r.path.endswith("/comments") for r in api.requests) == 1  # not asked again
+
+
+def test_each_token_revalidates_with_its_own_etag(
+    review_repo: ReviewRepo, api: ReviewsAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GitHub's ETags depend on who asks: a token's answers revalidate with its own
+    # ETag (304, free) after another token asked, and no token is written to the cache.
+    first, second = "ghp_" + "a" * 36, "ghp_" + "b" * 36
+    runs = []
+    for token, refresh in ((first, False), (second, True), (first, True)):
+        monkeypatch.setenv("GITHUB_TOKEN", token)
+        done = sync([UNARY_OPS], repo=str(review_repo.path), api_url=api.url, refresh=refresh)
+        # (a PR the server lacks answers 404 each time: two requests, no ETag)
+        gone = 2 * sum(p.gone for p in done.prs)
+        runs.append((done.api.requests - gone, done.api.not_modified))
+    (asked, _), (again, none_304), (third, all_304) = runs
+    assert asked == again == third > 0
+    assert none_304 == 0  # another token's ETags do not match: full answers
+    assert all_304 == third  # the first token's own ETags were kept: all 304
+    offline = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url, offline=True)
+    assert {t.root.id for t in offline.threads} >= {9001, 9004}  # offline reads them all
+    for kept in cache.cache_dir("github-api").rglob("*.json"):
+        text = kept.read_text()
+        assert first not in text and second not in text

@@ -234,21 +234,46 @@ def landed_for(tree: Tree, target: Target, *, since: str | None, limit: int) -> 
     ]
 
 
+# Renames followed through the API's history, at most (each costs one request, kept).
+MAX_API_RENAMES = 5
+
+
 def landed_from_api(
     api: Any, tree: Tree, target: Target, *, since: str | None, limit: int
 ) -> tuple[list[Landed], str | None]:
-    """The reference tree's stand-in for ``git log``: the API's commits for a path at
-    the installed commit (cached; they do not change). Returns (commits, problem)."""
+    """The reference tree's stand-in for ``git log --follow``: the API's commits for a
+    path at the installed commit (cached; they do not change), and, where the oldest of
+    them made the file by a rename (``/commits/{sha}``'s ``previous_filename``), the
+    commits of its old name before that. Returns (commits, problem)."""
     if not tree.commit:
         return [], "the installed torch's commit is unknown"
-    params = {"path": target.path, "sha": tree.commit}
-    if since:
-        params["since"] = f"{since}T00:00:00Z"
-    answer = api.get_pages(
-        f"/repos/{tree.upstream}/commits", params, final=True, max_pages=max(1, limit // 100 + 1)
-    )
+    out: list[Landed] = []
+    seen: set[str] = set()
+    path, sha, problem = target.path, tree.commit, None
+    for _ in range(MAX_API_RENAMES + 1):
+        params = {"path": path, "sha": sha}
+        if since:
+            params["since"] = f"{since}T00:00:00Z"
+        answer = api.get_pages(
+            f"/repos/{tree.upstream}/commits", params, final=True,
+            max_pages=max(1, limit // 100 + 1),
+        )  # fmt: skip
+        problem = problem or answer.problem
+        found = [c for c in _api_commits(answer.data, target.path, path) if c.sha not in seen]
+        seen.update(c.sha for c in found)
+        out += found
+        if answer.problem or not found or len(out) >= limit:
+            break
+        older = _renamed_from(api, tree, found[-1].sha, path)
+        if older is None:
+            break
+        path, sha = older, found[-1].sha
+    return out[:limit], problem
+
+
+def _api_commits(data: Any, path_now: str, name: str) -> list[Landed]:
     out = []
-    for item in answer.data or []:
+    for item in data or []:
         commit = item.get("commit") if isinstance(item, dict) else None
         if not isinstance(commit, dict) or not isinstance(item.get("sha"), str):
             continue
@@ -256,9 +281,24 @@ def landed_from_api(
         if not isinstance(author, dict):
             author = {}
         message = str(commit.get("message") or "")
-        date, name = str(author.get("date") or ""), str(author.get("name") or "")
-        out.append(Landed.of(item["sha"], date, name, message, target.path, target.path))
-    return out[:limit], answer.problem
+        date, who = str(author.get("date") or ""), str(author.get("name") or "")
+        out.append(Landed.of(item["sha"], date, who, message, path_now, name))
+    return out
+
+
+def _renamed_from(api: Any, tree: Tree, sha: str, path: str) -> str | None:
+    """The name ``path`` had before commit ``sha`` when that commit renamed it."""
+    answer = api.get(f"/repos/{tree.upstream}/commits/{sha}", final=True)
+    files = answer.data.get("files") if isinstance(answer.data, dict) else None
+    for entry in files if isinstance(files, list) else []:
+        if (
+            isinstance(entry, dict)
+            and entry.get("filename") == path
+            and entry.get("status") == "renamed"
+            and isinstance(entry.get("previous_filename"), str)
+        ):
+            return str(entry["previous_filename"])
+    return None
 
 
 def merge(groups: list[list[Landed]], limit: int) -> list[Landed]:
