@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -186,3 +187,120 @@ def test_a_checks_progress_line_says_passed_when_its_rows_passed(
             else "not checked"
         )
         assert said[name] == truth, (name, reporter.messages)
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _verify_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: object
+) -> tuple[object, str]:
+    """run_checks with two checks that pass, the first doing ``change`` to the checkout
+    as it reads it (a user in another terminal), and the rendered table."""
+    from rich.console import Console
+
+    from onboard.views import verify as view
+    from onboard.workflows import verify
+
+    ws = make_workspace(tmp_path / "ws")
+
+    def reads_while_it_changes(ctx: verify.VerifyContext) -> verify.Check:
+        if callable(change):
+            change(ctx.ws.checkout_path)
+        return verify.Check("no new-op placeholder left", verify.PASSED, "none left")
+
+    def reads_too(ctx: verify.VerifyContext) -> verify.Check:
+        return verify.Check("an unrelated row", verify.NOT_CHECKED, "no GPU")
+
+    monkeypatch.setattr(verify, "CHECK_MODULES", [])
+    monkeypatch.setattr(verify, "CHECKS", [reads_while_it_changes, reads_too])
+    result = verify.run_checks(ws, Reporter())
+    out = io.StringIO()
+    view.render(result, Console(file=out, width=200), verbose=False)
+    return result, out.getvalue()
+
+
+def _switch(checkout: Path) -> None:
+    _git(checkout, "switch", "-q", "-c", "other")
+    (checkout / "a_new_file.txt").write_text("on the other branch\n")
+    _git(checkout, "add", "a_new_file.txt")
+    _git(checkout, "commit", "-q", "-m", "other")
+
+
+def _switch_and_back(checkout: Path) -> None:
+    _switch(checkout)
+    _git(checkout, "switch", "-q", "reference")
+
+
+def _edit(checkout: Path) -> None:
+    tracked = checkout / _git(checkout, "ls-files").splitlines()[0]
+    tracked.write_bytes(tracked.read_bytes() + b"\n// edited while verify read it\n")
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [(_switch, "HEAD moved from"), (_switch_and_back, "came back"), (_edit, "files changed")],
+    ids=["a-branch-switch", "a-switch-and-back", "an-edit"],
+)
+def test_a_verify_that_read_a_changing_checkout_says_so_and_passes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: object, words: str
+) -> None:
+    from onboard.workflows import verify
+
+    result, text = _verify_while(tmp_path, monkeypatch, change)
+    assert isinstance(result, verify.VerifyResult)
+    assert not result.ok and result.exit_code == 1
+    first = result.checks[0]
+    assert first.name == verify.TREE_CHANGED and first.status == verify.FAILED
+    assert words in first.detail and "run again" in first.detail
+    assert verify.PASSED not in {c.status for c in result.checks}
+    assert result.checks[1].status == verify.NOT_CHECKED  # it may have read either tree
+    assert "changed while it was read" in text and " 1 passed" not in text
+    again = verify.VerifyResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.tree_changed == result.tree_changed and not again.ok
+
+
+def test_a_verify_of_a_checkout_that_stayed_put_adds_no_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onboard.workflows import verify
+
+    result, text = _verify_while(tmp_path, monkeypatch, None)
+    assert isinstance(result, verify.VerifyResult)
+    assert result.ok and result.tree_changed is None
+    assert [c.status for c in result.checks] == [verify.PASSED, verify.NOT_CHECKED]
+    assert "1 passed, 0 failed, 1 not checked" in text
+
+
+def _child(tmp_path: Path, stdout: str) -> object:
+    """A real process that prints ``stdout`` (as a child would) and exits 0."""
+    from onboard import proc
+
+    script = tmp_path / "child.py"
+    script.write_text(f"import sys\nsys.stdout.write({stdout!r})\n")
+    return proc.run([sys.executable, str(script)], timeout=60, check=False)
+
+
+def test_a_childs_answer_line_never_reaches_a_verify_row(tmp_path: Path) -> None:
+    from onboard.children.onboard_answer import MARKER
+    from onboard.workflows.newop.out_of_tree import compile_failure
+    from onboard.workflows.newop.steps import child_failure
+
+    # An answer cut short (a child killed while writing it): ask_child calls it unreadable.
+    garbled = _child(tmp_path, f'building\n{MARKER}{{"built": fal\n')
+    said = child_failure(garbled)  # type: ignore[arg-type]
+    assert MARKER not in said and "cannot read" in said and "building" in said
+    step = compile_failure(garbled, None, tmp_path, "k.cpp", 1.0)
+    assert step is not None and MARKER not in step.detail and "gave no answer" in step.detail
+    # A compile that failed without a path:line error: the log's end is shown, and the
+    # child's (readable) answer, the last line of its stdout, is not part of it.
+    payload = {"built": False, "log": "g++: fatal error: no input files", "log_path": "x.log"}
+    answered = _child(tmp_path, f"ninja: build stopped\n{MARKER}{json.dumps(payload)}\n")
+    step = compile_failure(answered, payload, tmp_path, "k.cpp", 1.0)
+    assert step is not None and MARKER not in step.detail
+    assert "no input files" in step.detail and "build stopped" in step.detail

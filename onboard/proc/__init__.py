@@ -31,6 +31,7 @@ from onboard.proc.ask import (
     Unreadable,
     ask_child,
     child_command,
+    without_answers,
 )
 from onboard.proc.child import Child
 from onboard.proc.contain import described as containment
@@ -58,6 +59,7 @@ __all__ = [
     "Unreadable",
     "ask_child",
     "child_command",
+    "without_answers",
     "BACKGROUND_NICE",
     "GRACE_SECONDS",
     "RUN_ENV",

@@ -120,6 +120,12 @@ def ask_child(
     raise _no_answer(Unreadable if garbled else NoAnswer, argv, result, what, next_step)
 
 
+def without_answers(text: str) -> str:
+    """A child's output as a person may read it: the protocol's answer lines taken out
+    (an answer that could not be read is said by ``Unreadable``, never shown raw)."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.startswith(onboard_answer.MARKER))
+
+
 def _from_file(path: Path) -> tuple[list[Any], int]:
     """(the answer written to ``path``, if any; 1 when it is not JSON)."""
     try:

@@ -16,6 +16,13 @@ says what could not be checked here and why, instead of implying success.
 The nox session (``onboard.tasks.workspace.verify``) runs ``run_checks`` in
 process and writes ``.onboard/verify.json``; ``onboard verify`` runs that
 session through nox and reads the file back.
+
+The checks read the checkout while it may change (a branch switched in another
+terminal), so ``run_checks`` records its state before and after (``TreeState``:
+HEAD and the size and mtime of each changed file, and HEAD's newest reflog entry,
+which a switch there and back also moves). When they differ no check passes: the
+run fails with "the checkout changed while it was read: run again" and every row
+that passed is "not checked", as it may have read either tree.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ PASSED = "passed"
 FAILED = "failed"
 NOT_CHECKED = "not checked"
 REPORT_PATH = Path(".onboard") / "verify.json"
+TREE_CHANGED = "checkout unchanged while it was read"
 # The prefix check passes when this share of the sampled paths exists.
 RESOLVE_THRESHOLD = 0.9
 
@@ -103,6 +111,8 @@ def check(fn: CheckFn) -> CheckFn:
 class VerifyResult:
     workspace: Path
     checks: list[Check] = field(default_factory=list)
+    # How the checkout changed while the checks read it (None: it did not, or no git).
+    tree_changed: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -120,12 +130,14 @@ class VerifyResult:
 
     def to_json(self) -> dict[str, Any]:
         """Keys: ok, workspace, counts {passed, failed, not_checked}, checks
-        [{name, status (passed / failed / not checked), detail}]."""
+        [{name, status (passed / failed / not checked), detail}], tree_changed (how the
+        checkout changed while it was read, or null)."""
         return {
             "ok": self.ok,
             "workspace": str(self.workspace),
             "counts": self.counts(),
             "checks": [c.to_json() for c in self.checks],
+            "tree_changed": self.tree_changed,
         }
 
     @classmethod
@@ -133,6 +145,7 @@ class VerifyResult:
         return cls(
             Path(data["workspace"]),
             [Check(c["name"], c["status"], c["detail"]) for c in data.get("checks", [])],
+            data.get("tree_changed"),
         )
 
 
@@ -167,6 +180,7 @@ def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> Ver
         return checks
 
     result = VerifyResult(ws.root)
+    before = tree_state(ws.checkout_path)
     pool = ThreadPoolExecutor(max_workers=max(1, len(CHECKS)))
     try:
         for checks in pool.map(one, CHECKS):
@@ -177,7 +191,57 @@ def run_checks(ws: workspace.Workspace, reporter: Reporter | None = None) -> Ver
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
+    changed = tree_changed(before, tree_state(ws.checkout_path))
+    if changed:
+        untrusted = "; not trusted: the checkout changed while this was read"
+        result.tree_changed = changed
+        result.checks = [
+            Check(
+                TREE_CHANGED,
+                FAILED,
+                f"the checkout changed while it was read ({changed}): run again once it "
+                "stays put",
+            ),
+            *(Check(c.name, NOT_CHECKED, c.detail + untrusted) if c.status == PASSED else c
+              for c in result.checks),
+        ]  # fmt: skip
     return result
+
+
+@dataclass(frozen=True)
+class TreeSnapshot:
+    state: git.status.TreeState | None
+    moved: tuple[str, str] | None  # HEAD's newest reflog entry (sha, message)
+
+
+def tree_state(checkout: Path) -> TreeSnapshot | None:
+    """What the checks are about to read, or have read (None: not a git work tree)."""
+    if not (checkout / ".git").exists():
+        return None
+    return TreeSnapshot(
+        git.status.start_tree_state(checkout).result(),
+        git.state.reflog_newest(checkout, "HEAD"),
+    )
+
+
+def tree_changed(before: TreeSnapshot | None, after: TreeSnapshot | None) -> str | None:
+    """How the checkout changed between two snapshots, in words; None when it did not."""
+    if before is None and after is None:
+        return None
+    if before is None or after is None or before.state is None or after.state is None:
+        return "it became or stopped being a git work tree" if before != after else None
+    old, new = before.state, after.state
+    if old.head != new.head:
+        return f"HEAD moved from {old.head[:12]} to {new.head[:12]}"
+    if before.moved != after.moved:
+        how = after.moved[1] if after.moved else "its reflog changed"
+        return f"HEAD moved and came back ({how})"
+    paths = sorted(p for p in old.changed.keys() | new.changed.keys()
+                   if old.changed.get(p) != new.changed.get(p))  # fmt: skip
+    if paths:
+        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+        return f"files changed: {', '.join(paths[:3])}{more}"
+    return None
 
 
 def write_report(result: VerifyResult) -> Path:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from onboard import proc
 from onboard.workflows.newop import jobs
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop.steps import (
@@ -255,10 +256,12 @@ def compile_failure(
 ) -> Step | None:
     """The compile step when the child died or the compiler failed, else None."""
     if payload is None:
-        detail = f"the compile child died ({child_failure(result)})"
+        detail = f"the compile child gave no answer ({child_failure(result)})"
         return Step(COMPILE_STEP, FAILED, detail, kernel, seconds)
     if not payload.get("built"):
-        log = payload.get("log", "") + "\n" + result.stdout + "\n" + result.stderr
+        # (its stdout ends with its answer: the protocol's line is no compiler's output)
+        stdout = proc.without_answers(result.stdout)
+        log = payload.get("log", "") + "\n" + stdout + "\n" + result.stderr
         where, message = first_compiler_error(log, checkout)
         detail = f"{message} (full log: {payload.get('log_path')})"
         return Step(COMPILE_STEP, FAILED, detail, where, seconds)

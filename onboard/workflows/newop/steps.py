@@ -126,7 +126,13 @@ def tail(text: str, n: int = 3) -> str:
 
 
 def child_failure(result: proc.Result) -> str:
-    return f"exit {result.returncode}: {tail(result.stderr or result.stdout)}"
+    """How a child failed, in words: its exit, its last lines (stderr, else stdout
+    without the answer protocol's lines), and that its answer was unreadable when an
+    answer line was there (``proc.ask_child`` raised ``Unreadable``)."""
+    shown = proc.without_answers(result.stdout)
+    unread = shown != "\n".join(result.stdout.splitlines())
+    said = "; it gave an answer onboard cannot read (not JSON)" if unread else ""
+    return f"exit {result.returncode}{said}: {tail(result.stderr or shown)}"
 
 
 _GCC_ERROR = re.compile(

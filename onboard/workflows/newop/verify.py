@@ -279,8 +279,18 @@ def consistency(checkout: Path, name: str, files: dict[str, str], facts: dict[st
 
 
 def written(checkout: Path, manifest: manifests.Manifest) -> Step:
-    """Whether any part is still the scaffold's placeholder (``placeholders``)."""
+    """Whether any part is still the scaffold's placeholder (``placeholders``); a file
+    of the scaffold that is not there was not read, so it is not said to be written."""
     found = placeholders.unwritten(checkout, manifest)
+    missing = sorted({rel for rel in manifest.files.values() if not (checkout / rel).is_file()})
+    if not found and missing:
+        return Step(
+            WRITTEN_STEP,
+            NOT_CHECKED,
+            f"not read: {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} "
+            "of the scaffold is not in the checkout (another branch?)",
+            missing[0],
+        )
     if not found:
         return Step(
             WRITTEN_STEP,
