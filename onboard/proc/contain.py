@@ -159,6 +159,8 @@ class Group:
                 self.kind = SESSION
         if self.kind == SESSION:
             become_subreaper()
+        # Made here: the child after fork only opens and writes it.
+        self._procs = os.fsencode(self.cgroup / "cgroup.procs") if self.cgroup else None
         _prctl()  # resolved here: the child after fork only calls it
         self.record = records.record_path(token)
         self._write([])  # before the program starts
@@ -173,9 +175,9 @@ class Group:
         """In the child, before it runs the program: into the cgroup, and killed when
         onboard dies. Nothing here may raise (the program runs contained less)."""
         parent = os.getppid()
-        if self.cgroup is not None:
+        if self._procs is not None:
             with contextlib.suppress(OSError):
-                fd = os.open(self.cgroup / "cgroup.procs", os.O_WRONLY)
+                fd = os.open(self._procs, os.O_WRONLY)
                 try:
                     os.write(fd, b"0")
                 finally:
@@ -233,10 +235,14 @@ class Group:
             fields = records.stat(name)
             if fields is not None:
                 table[name] = fields
+        # The leader's own children only while it is the same process (its pid is not
+        # yet another's); every one of them started after it.
+        same = records.start_time(leader) == self.leader_start
         found = {
             pid
             for pid, f in table.items()
-            if int(f[2]) == leader or int(f[3]) == leader or int(f[1]) == leader
+            if (int(f[2]) == leader or int(f[3]) == leader or (same and int(f[1]) == leader))
+            and int(f[19]) >= since
         }
         found |= tree.carrying_mark(table, tree.mark(CHILD_ENV, self.token))
         if _state.subreaper:
