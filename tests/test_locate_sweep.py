@@ -34,7 +34,7 @@ ORACLE = Path(__file__).resolve().parent / "locate_oracle.py"
 RAISED = re.compile(r"Exception raised from (?P<func>.+?) at (?P<path>\S+?):(?P<line>\d+)")
 BUILD = "/__w/pytorch/pytorch/"
 SURE_OR_MEDIUM = ("certain", "high", "medium")
-SAMPLE_SEED, SAMPLE_SIZE = 20261202, 24
+SAMPLE_SEED, SAMPLE_SIZE = 20261202, 16
 
 
 @pytest.fixture(scope="module", name="wheel_ws")
