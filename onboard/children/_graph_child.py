@@ -60,33 +60,92 @@ def _node_id(fn):
     return index[id(fn)]
 
 
+# What autograd says when a saved tensor was freed by backward (SavedVariable::unpack,
+# torch/csrc/autograd/saved_variable.cpp: ERR_BACKWARD_TWICE).
+_FREED = "Trying to backward through the graph a second time"
+
+
+def _first_line(exc):
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:80]
+
+
+def _hook_of(raw):
+    """The unpack hook a saved_tensors_hooks pack hook left on a SavedVariable, as
+    `module.qualname`; None when the tensor is kept as is."""
+    hook = getattr(raw, "unpack_hook", None)
+    if hook is None:
+        return None
+    return f"{getattr(hook, '__module__', '') or ''}.{getattr(hook, '__qualname__', '?')}"
+
+
+def _hooked(name, hook):
+    # Unpacking would call the hook: torch.utils.checkpoint's re-runs the program's
+    # forward (torch/utils/checkpoint.py: _checkpoint_hook), so it is not read.
+    if hook.startswith("torch.utils.checkpoint."):
+        return {"name": name, "recomputed": "torch.utils.checkpoint", "hook": hook}
+    return {"name": name, "packed_by": hook}
+
+
 def _saved_value(name, read):
     try:
         value = read()
     except Exception as exc:  # freed after backward, or not readable
-        return {"name": name, "value": f"unavailable: {str(exc).splitlines()[0][:80]}"}
+        text = _first_line(exc)
+        if _FREED in str(exc):
+            return {"name": name, "freed": True, "value": f"unavailable: {text}"}
+        return {"name": name, "value": f"unavailable: {text}"}
     if isinstance(value, torch.Tensor):
         return {"name": name, "tensor": _tensor(value)}
     return {"name": name, "value": str(value)[:60]}
 
 
+def _saved_variables(name, raw, read):
+    """A SavedVariable (or a list of them, a saved TensorList) read only when no hook
+    would run: one entry per tensor."""
+    try:
+        raws = raw()
+    except Exception as exc:  # a list whose SavedVariables backward freed
+        return [_saved_value(name, lambda exc=exc: _raise(exc))]
+    if not isinstance(raws, (list, tuple)):
+        hook = _hook_of(raws)
+        return [_hooked(name, hook) if hook else _saved_value(name, read)]
+    hooks = [_hook_of(r) for r in raws]
+    if any(hooks):
+        return [
+            _hooked(f"{name}[{i}]", h) if h else {"name": f"{name}[{i}]", "value": "not read"}
+            for i, h in enumerate(hooks)
+        ]
+    try:
+        values = read()
+    except Exception as exc:
+        return [_saved_value(name, lambda exc=exc: _raise(exc))]
+    return [_saved_value(f"{name}[{i}]", lambda v=v: v) for i, v in enumerate(values)]
+
+
 def _saved(fn):
     """What the node saved for backward: a generated node's `_saved_*` attributes
-    (torch/csrc/autograd/generated/python_functions.cpp), a custom autograd.Function's
-    `ctx.save_for_backward(...)` (`saved_tensors`) and the attributes its forward set
-    on ctx."""
+    (torch/csrc/autograd/generated/python_functions.cpp; the SavedVariables behind them
+    are `_raw_saved_*`), a custom autograd.Function's `ctx.save_for_backward(...)`
+    (`saved_tensors`) and the attributes its forward set on ctx. A saved tensor with a
+    saved_tensors_hooks unpack hook (torch.utils.checkpoint's) is not unpacked."""
     out = []
-    for attr in sorted(dir(fn)):
-        if attr.startswith("_saved_"):
-            out.append(_saved_value(attr[7:], lambda attr=attr: getattr(fn, attr)))
-    if isinstance(fn, torch.autograd.function.BackwardCFunction):
-        try:
-            tensors = fn.saved_tensors
-        except Exception as exc:
-            out.append(_saved_value("saved_tensors", lambda exc=exc: _raise(exc)))
+    attrs = set(dir(fn))
+    for attr in sorted(attrs):
+        if not attr.startswith("_saved_"):
+            continue
+        name = attr[7:]
+        read = lambda attr=attr: getattr(fn, attr)  # noqa: E731
+        if "_raw" + attr in attrs:
+            raw = lambda attr=attr: getattr(fn, "_raw" + attr)  # noqa: E731
+            out.extend(_saved_variables(name, raw, read))
         else:
-            for i, t in enumerate(tensors):
-                out.append(_saved_value(f"saved_tensors[{i}]", lambda t=t: t))
+            out.append(_saved_value(name, read))
+    if isinstance(fn, torch.autograd.function.BackwardCFunction):
+        out.extend(
+            _saved_variables(
+                "saved_tensors", lambda: fn._raw_saved_tensors, lambda: fn.saved_tensors
+            )
+        )
         for attr, value in sorted(vars(fn).items()):
             out.append(_saved_value(f"ctx.{attr}", lambda value=value: value))
     return out

@@ -155,6 +155,7 @@ def graph(request: GraphRequest, reporter: Reporter | None = None) -> GraphResul
             "(torch/csrc/autograd/functions/tensor.h), which torch does not expose to Python, "
             "so the tensors that Node saved for backward are not listed."
         )
+    result.notes.extend(saved_notes(result.nodes))
     limitation = sources.limitation()
     if limitation:
         result.notes.append(limitation)
@@ -170,6 +171,39 @@ def graph(request: GraphRequest, reporter: Reporter | None = None) -> GraphResul
         result.svg = str(Path(svg).resolve())
         reporter.step(f"Rendered the graph to {result.svg}")
     return result
+
+
+def saved_notes(nodes: list[GraphNode]) -> list[str]:
+    """What the saved-for-backward lines that hold no tensor mean."""
+    saved = [s for n in nodes for s in n.saved]
+    notes = []
+    if any(s.get("freed") for s in saved):
+        notes.append(
+            "Saved tensors marked freed: backward() (or autograd.grad) released them once it "
+            "used them (torch/csrc/autograd/saved_variable.cpp); backward(retain_graph=True) "
+            "keeps them, and graph run before backward shows their shapes."
+        )
+    if any(s.get("recomputed") for s in saved):
+        notes.append(
+            "Saved tensors marked 'not kept' are under torch.utils.checkpoint "
+            "(use_reentrant=False): its saved_tensors_hooks pack hook keeps no tensor, and "
+            "backward re-runs the checkpointed forward to get them back "
+            "(torch/utils/checkpoint.py). graph does not unpack them, as that would run your "
+            "forward again; their shapes are the ones that forward makes."
+        )
+    if any(s.get("packed_by") for s in saved):
+        notes.append(
+            "Saved tensors marked 'packed by the hook' went through a "
+            "torch.autograd.graph.saved_tensors_hooks pack hook; graph does not call its "
+            "unpack hook (your code), so their shapes are not shown."
+        )
+    if any(n.cls == "CheckpointFunctionBackward" for n in nodes):
+        notes.append(
+            "CheckpointFunctionBackward is torch.utils.checkpoint with use_reentrant=True: it "
+            "keeps only the checkpointed function's inputs (saved_tensors), and backward re-runs "
+            "the function with grad on, so the ops inside it are not in this graph."
+        )
+    return notes
 
 
 def _no_such_variable(
