@@ -697,12 +697,97 @@ def test_an_entry_point_with_no_recorded_op_says_why_without_v(
 ) -> None:
     import torch
 
-    assert run_cli(cli, ["where", "softmax", "--workspace", str(clone_ws)]) == 0
+    assert run_cli(cli, ["where", "scatter_add", "--workspace", str(clone_ws)]) == 0
     out = capsys.readouterr().out
     unknown = [ln for ln in out.splitlines() if ln.rstrip().endswith("-> ?")]
-    assert unknown  # torch.softmax and Tensor.softmax take an int dim: no op on (t, t)
+    # scatter_add's index must be an integer tensor (the schema's dummy arguments are
+    # float meta tensors) and it takes an int dim: no op on (t, t) either
+    assert unknown
     meta = torch.empty(2, device="meta")
     with pytest.raises(TypeError) as info:
-        torch.softmax(meta, meta)  # type: ignore[call-overload]
+        torch.scatter_add(meta, meta)  # type: ignore[call-overload]
     assert f"failed: TypeError: {info.value}" in out
     assert out.count("? = not recorded:") == len(unknown)
+
+
+# --- Python names whose call on meta tensors fails ------------------------------------
+
+
+def test_a_python_name_whose_meta_call_fails_keeps_the_table_of_its_binding(
+    reference_ws: Path,
+) -> None:
+    import torch
+
+    meta = torch.empty(2, 2, device="meta")
+    with pytest.raises(NotImplementedError):  # no Meta kernel: the call onboard makes fails
+        torch.masked_select(meta, meta.bool())
+    result = where("torch.masked_select", workspace=str(reference_ws))
+    assert result.op == "masked_select"
+    keys = {r.key for r in result.dispatch if r.op == "aten::masked_select"}
+    dump = torch._C._dispatch_dump("aten::masked_select")
+    expected = {ln.split(":", 1)[0] for ln in dump.splitlines() if "registered at" in ln}
+    assert keys and keys == expected - {"debug"}
+    assert any(
+        n.startswith("Calling torch.masked_select on meta tensors failed") for n in result.notes
+    )
+    # torch.fft.fftfreq is torch._C._fft.fft_fftfreq: the yaml's fft_fftfreq, not "fftfreq"
+    fftfreq = where("torch.fft.fftfreq", workspace=str(reference_ws))
+    assert torch.fft.fftfreq.__name__ == "fft_fftfreq"
+    assert fftfreq.op == "fft_fftfreq"
+    assert {r.op for r in fftfreq.dispatch} == {"aten::fft_fftfreq", "aten::fft_fftfreq.out"}
+
+
+def test_an_in_place_method_is_its_in_place_op(reference_ws: Path) -> None:
+    result = where("Tensor.scatter_add_", workspace=str(reference_ws))
+    assert result.op == "scatter_add_"
+    # the in-place op and the structured out= entry it delegates to, not aten::scatter_add
+    assert [y.name for y in result.yaml_entries] == ["scatter_add_", "scatter_add.out"]
+    assert "aten::scatter_add" not in {r.op for r in result.dispatch}
+    res = CliRunner().invoke(
+        cli, ["where", "Tensor.scatter_add_", "--workspace", str(reference_ws)]
+    )
+    assert res.output.startswith("Tensor.scatter_add_ -> aten::scatter_add_ ")
+
+
+def test_the_opinfo_named_as_the_python_function(reference_ws: Path) -> None:
+    import ast
+
+    source = (find_torch_dir() / "testing/_internal/common_methods_invocations.py").read_text()
+    lines = {
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "OpInfo"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "nn.functional.gelu"
+    }
+    assert len(lines) == 1
+    for query in ("torch.nn.functional.gelu", "gelu"):
+        result = where(query, workspace=str(reference_ws))
+        assert lines <= {o.line for o in result.opinfo}, query
+
+
+def test_output_differentiability_is_not_a_formula(reference_ws: Path) -> None:
+    import yaml
+
+    path = reference_ws / "pytorch" / "tools/autograd/derivatives.yaml"
+    entries = yaml.safe_load(path.read_text())
+    expected = {
+        e["name"]: e["output_differentiability"] for e in entries if e["name"].startswith("any(")
+    }
+    result = where("any", workspace=str(reference_ws))
+    found = {d.name: d for d in result.derivatives}
+    for name, flags in expected.items():
+        assert "output_differentiability" not in found[name].formulas
+        assert found[name].output_differentiability == flags
+    # per-key formulas under `dispatch:` are shown under their key, not as one dict
+    mean = next(e for e in entries if e["name"].startswith("mean(Tensor self, *"))
+    shown = {d.name: d for d in where("mean", workspace=str(reference_ws)).derivatives}
+    formulas = shown[mean["name"]].formulas
+    assert "dispatch" not in formulas
+    assert formulas["self"] == mean["dispatch"]["Default"]["self"]
+    assert (
+        formulas["self [AutogradNestedTensor]"] == mean["dispatch"]["AutogradNestedTensor"]["self"]
+    )

@@ -1,7 +1,12 @@
 # Runs INSIDE the target interpreter via `python -c` (this is the one place
 # where torch is imported): answers every live question `onboard where` has
 # in one run, as one JSON object (onboard_answer).
-#   argv[1]: JSON {"entries": [dotted names], "ops": ["aten::trunc", ...], "record": bool}
+#   argv[1]: JSON {"entries": [dotted names], "ops": ["aten::trunc", ...], "record": bool,
+#                  "group_overloads": bool}
+# Each entry says which aten op its name stands for by torch's metadata ("aten",
+# "aten_from": its generated binding, or the ops named like it) and, with
+# "record", which ops a call on meta tensors reached ("top_ops", "dispatched",
+# or the "call_error" that stopped it).
 import contextlib
 import functools
 import importlib
@@ -63,10 +68,18 @@ class Recorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+SKIP = "skip"
+NONE = "none-value"  # an optional argument given as None
+
+
 def meta_value(arg):
     t = str(arg.type)
-    if arg.default_value is not None or t.endswith("?") or arg.kwarg_only:
-        return "skip"
+    if arg.default_value is not None or arg.kwarg_only:
+        return SKIP
+    if t.endswith("?") or t.startswith("Optional["):
+        # (the schema prints `ScalarType? dtype=None` as Optional[int] with no default):
+        # None, in its place, as a later argument may be required (native_layer_norm)
+        return NONE
     if t == "Tensor":
         return torch.empty(2, 2, device="meta")
     if t in ("Tensor[]", "List[Tensor]"):
@@ -96,17 +109,53 @@ def argument_sets(name):
         usable = True
         for arg in schema.arguments:
             v = meta_value(arg)
-            if isinstance(v, str) and v == "skip":
+            if isinstance(v, str) and v == SKIP:
                 continue
             if v is None:
                 usable = False
                 break
-            values.append(v)
+            values.append(None if isinstance(v, str) and v == NONE else v)
         if usable:
             sets.append(values)
     sets.append([torch.empty(2, 2, device="meta")])
     sets.append([torch.empty(2, 2, device="meta"), torch.empty(2, 2, device="meta")])
     return sets
+
+
+# The modules of torch's generated bindings for the yaml's `python_module:` (their
+# functions are named as the op: torch.fft.fftfreq is torch._C._fft.fft_fftfreq),
+# and the prefix the yaml gives those ops.
+_MODULE_PREFIX = {
+    "torch.fft": "fft_",
+    "torch.linalg": "linalg_",
+    "torch.special": "special_",
+    "torch.sparse": "sparse_",
+    "torch.nested": "nested_",
+}
+
+
+def has_schema(name):
+    try:
+        return bool(torch._C._jit_get_schemas_for_operator("aten::" + name))
+    except Exception:
+        return False
+
+
+def named_ops(obj, full):
+    """The aten op a Python name stands for, from torch's own metadata (no call):
+    ("binding", [op]) for a generated binding (a builtin named as its op:
+    torch.masked_select, Tensor.scatter_add_, torch._C._fft.fft_fftfreq), else
+    ("name", [ops]) for the ops named like it (torch.linalg.X: linalg_X, then X),
+    only names the binary has a schema for; (None, []) when none."""
+    if type(obj).__name__ in ("builtin_function_or_method", "method_descriptor"):
+        binding = getattr(obj, "__name__", None)
+        if isinstance(binding, str) and has_schema(binding):
+            return "binding", [binding]
+    module, _, leaf = full.rpartition(".")
+    prefix = _MODULE_PREFIX.get(module)
+    names = ([prefix + leaf] if prefix else []) + [leaf]
+    found = [n for n in dict.fromkeys(names) if has_schema(n)]
+    return ("name", found) if found else (None, [])
 
 
 def record(obj, name):
@@ -153,8 +202,11 @@ for dotted in request.get("entries", []):
             source = None
         entry["source"] = source
         entry["callable"] = callable(obj)
+        entry["aten_from"], entry["aten"] = named_ops(obj, full)
         if request.get("record") and callable(obj) and not isinstance(obj, type):
-            entry.update(record(obj, full.rsplit(".", 1)[-1]))
+            # The schemas of the op it names give the dummy arguments (fftfreq: fft_fftfreq's).
+            named = entry["aten"][0] if entry["aten"] else full.rsplit(".", 1)[-1]
+            entry.update(record(obj, named))
     out["entries"].append(entry)
 
 
@@ -237,7 +289,9 @@ def python_kernels(name):
 ops = list(request.get("ops", []))
 for entry in out["entries"]:
     if request.get("group_overloads"):
-        for top in entry.get("top_ops", []):
+        # The op it names by metadata as well as the ones a call reached: a call that
+        # failed must not cost the table.
+        for top in ["aten::" + n for n in entry.get("aten", [])] + entry.get("top_ops", []):
             for name in overloads(top):
                 if name not in ops:
                     ops.append(name)

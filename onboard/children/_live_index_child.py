@@ -28,7 +28,7 @@ import warnings
 
 import onboard_answer
 
-FORMAT = 2  # live_index.FORMAT: the parent reads only headers of its own format
+FORMAT = 3  # live_index.FORMAT: the parent reads only headers of its own format
 warnings.simplefilter("ignore")
 
 

@@ -44,6 +44,9 @@ def render(result: WhereResult, console: Console, verbose: bool) -> None:
             _place(console, verbose, d.name, d.location)
             for key, formula in d.formulas.items():
                 console.print(f"      [dim]{escape(key)}: {escape(formula)}[/]")
+            if d.output_differentiability is not None:
+                flags = ", ".join(str(v) for v in d.output_differentiability)
+                console.print(f"      [dim]output_differentiability: {escape(f'[{flags}]')}[/]")
     if result.opinfo:
         console.print("\n[bold cyan]OpInfo (the op's tests)[/]")
         for o in result.opinfo:

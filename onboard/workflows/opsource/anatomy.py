@@ -112,15 +112,22 @@ class Derivative:
     name: str
     location: SourceLoc
     formulas: dict[str, str]
+    # derivatives.yaml's `output_differentiability:` (which outputs have a gradient)
+    output_differentiability: list[bool] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "location": self.location.to_json(), "formulas": self.formulas}
+        return {
+            "name": self.name,
+            "location": self.location.to_json(),
+            "formulas": self.formulas,
+            "output_differentiability": self.output_differentiability,
+        }
 
 
 @dataclass
 class WhereResult:
     query: str
-    op: str  # the aten base name (trunc)
+    op: str  # the aten op the query names, without overload (trunc, trunc_, mm for mm.out)
     commit: str | None
     checkout: str
     checkout_kind: str

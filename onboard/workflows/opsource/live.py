@@ -22,8 +22,8 @@ from onboard.workflows.opsource import cache
 from onboard.workflows.opsource.live_index import ANSWER_SHAPE, LiveIndex, Requests
 
 # The shape of the child's answer: part of the cache key, so a cached answer of an
-# older child (without python_kernels) is asked again.
-ANSWER_FORMAT = 2
+# older child (without python_kernels, or without each entry's aten) is asked again.
+ANSWER_FORMAT = 3
 _REGISTERED = re.compile(
     r"^(?P<key>[^:]+?): (?:fallthrough )?registered at (?P<path>\S+?):(?P<line>\d+)"
     r"(?: :: (?P<signature>.*))?$"

@@ -33,8 +33,9 @@ from onboard.report import Reporter
 from onboard.shell import quote
 from onboard.workflows.opsource import cache
 
-# Bump when the per-op answer changes shape (python_kernels came with 2).
-FORMAT = 2
+# Bump when the per-op answer changes shape (python_kernels came with 2, each entry's
+# metadata-named op, aten, with 3).
+FORMAT = 3
 # A child indexing for longer than this is taken to be gone (killed, machine asleep).
 BUILDING_STALE_S = 900.0
 # How long the first answer (import torch included) may take.
@@ -54,6 +55,8 @@ ANSWER_SHAPE = {
             "module?": (str, None),
             "source?": ({"path": str, "line": int}, None),
             "callable?": bool,
+            "aten?": [str],
+            "aten_from?": (str, None),
             "top_ops?": [str],
             "dispatched?": [str],
             "call_error?": (str, None),

@@ -86,22 +86,23 @@ def _anatomy(request: WhereRequest, ctx: TreeContext, index: LiveIndex) -> Where
     smap = ctx.source_map
     result = WhereResult(
         query=request.query,
-        op=op.base,
+        op=op.name,
         commit=ctx.ws.commit,
         checkout=str(ctx.checkout),
         checkout_kind=ctx.ws.checkout_kind,
         generated_dir=str(ctx.generated_dir) if ctx.generated_dir else None,
     )
+    result.notes += op.notes
     result.entry_points = entry_points(op, smap)
     if request.kind == PYTHON:
         result.decomposes_to = decomposes_to(op)
     result.yaml_entries = yaml_entries(op.functions, smap)
     result.dispatch, python_sites = dispatch_table(ctx, op, request.generated)
-    result.notes += generated_notes(result.dispatch, op.base)
+    result.notes += generated_notes(result.dispatch, op.name)
     sites, result.kernels_not_found = kernel_sites(ctx, op.functions)
     result.kernels = with_python_sites(sites, python_sites)
     result.derivatives = derivatives(ctx, yaml, op.functions)
-    result.opinfo = opinfo(ctx, op.base)
+    result.opinfo = opinfo(ctx, op.base, op.name, request.name if request.kind == PYTHON else None)
     _not_seen(ctx, result)
     result.warm = dict(ctx.warm)
     return result

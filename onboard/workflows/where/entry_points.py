@@ -7,6 +7,7 @@ from __future__ import annotations
 from onboard.workflows.opsource.anatomy import EntryPoint
 from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS
 from onboard.workflows.opsource.paths import SourceMap
+from onboard.workflows.where.names import op_name
 from onboard.workflows.where.resolve import ResolvedOp
 
 # The Python bindings of torch.X / Tensor.X are generated from the yaml by
@@ -44,7 +45,8 @@ def decomposes_to(op: ResolvedOp) -> list[str]:
     """For a Python name: the ops its call on meta tensors ran other than the op's own
     (``linear`` runs as ``t`` and ``addmm``)."""
     entry = op.entries[0]
-    return [d for d in entry.get("dispatched", []) if not d.startswith(f"aten.{op.base}.")]
+    own = {f"aten.{op_name(f['name'])}." for f in op.functions}
+    return [d for d in entry.get("dispatched", []) if not d.startswith(tuple(own))]
 
 
 def binding(name: str, kind: str) -> str | None:

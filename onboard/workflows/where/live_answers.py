@@ -11,26 +11,30 @@ from typing import Any
 from onboard.workflows.opsource import live
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.live_index import LiveIndex
-from onboard.workflows.where.names import base_of
+from onboard.workflows.where.names import base_of, op_name, python_op
 
 # The short names the live child resolves (children/_live_child.py: _ALIASES).
 ALIASES = {"F": "torch.nn.functional", "Tensor": "torch.Tensor", "nn": "torch.nn"}
 
 
 def entry_candidates(base: str, functions: list[dict[str, Any]]) -> list[str]:
-    """The Python names an op may have: torch.X, Tensor.X, F.X, torch.linalg.X, ..."""
-    variants = {v for f in functions for v in f["variants"]}
-    modules = {f.get("python_module") for f in functions}
-    names = [f"torch.{base}", f"torch.{base}_"]
-    if "method" in variants:
-        names += [f"torch.Tensor.{base}", f"torch.Tensor.{base}_"]
-    names.append(f"torch.nn.functional.{base}")
-    for module in ("special", "linalg", "fft", "sparse", "nested"):
-        if module in modules or base.startswith(module + "_"):
-            short = base[len(module) + 1 :] if base.startswith(module + "_") else base
-            names.append(f"torch.{module}.{short}")
-    if "nn" in modules:
-        names.append(f"torch._C._nn.{base}")
+    """The Python names an op may have, for each op name of the group (``add``,
+    ``add_``, ``__iand__``): torch.X, Tensor.X, F.X, torch.linalg.X, ..."""
+    names: list[str] = []
+    for name in dict.fromkeys([base] + [op_name(f["name"]) for f in functions]):
+        own = [f for f in functions if op_name(f["name"]) == name] or functions
+        variants = {v for f in own for v in f["variants"]}
+        modules = {f.get("python_module") for f in own}
+        names += [f"torch.{name}", f"torch.{name}_"]
+        if "method" in variants:
+            names += [f"torch.Tensor.{name}", f"torch.Tensor.{name}_"]
+        names.append(f"torch.nn.functional.{name}")
+        for module in ("special", "linalg", "fft", "sparse", "nested"):
+            if module in modules or name.startswith(module + "_"):
+                short = name[len(module) + 1 :] if name.startswith(module + "_") else name
+                names.append(f"torch.{module}.{short}")
+        if "nn" in modules:
+            names.append(f"torch._C._nn.{name}")
     return list(dict.fromkeys(names))
 
 
@@ -107,9 +111,10 @@ class LiveAnswers:
         of the op it reaches; None when the index does not hold both."""
         full = ALIASES.get(name.split(".", 1)[0])
         entry = self.index.entry(f"{full}.{name.split('.', 1)[1]}" if full else name)
-        if entry is None or not entry.get("top_ops"):
+        op = python_op(self.yaml, entry)[0] if entry is not None else None
+        if entry is None or op is None:
             return None
-        op_base = base_of(self.yaml, str(entry["top_ops"][0]).split("::", 1)[-1])
+        op_base = base_of(self.yaml, op)
         stored = self.index.lookup(op_base, op_request(op_base, self.yaml.group(op_base)))
         if stored is None:
             return None
