@@ -107,17 +107,13 @@ def corpus_fixture() -> Corpus:
 def indexed_ws_fixture(reference_ws: Path, shared_cache: Path) -> Path:
     """The workspace, once the live index of every op is written (one child, ~10 s):
     from then on each name is one lookup, no torch import."""
-    import os
-
-    os.environ["XDG_CACHE_HOME"] = str(shared_cache)  # the autouse fixture's, set for this one
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the autouse cache, for a module fixture
+        patch.setenv("XDG_CACHE_HOME", str(shared_cache))
         reporter = Reporter(verbose=True)
         where("trunc", workspace=str(reference_ws), reporter=reporter)
         pids = re.findall(r"in the background \(pid (\d+)\)", "\n".join(reporter.messages))
         for pid in pids:
             assert gone(int(pid), 900.0), "the child indexing every op never ended"
-    finally:
-        del os.environ["XDG_CACHE_HOME"]
     return reference_ws
 
 
