@@ -97,7 +97,7 @@ def stream(
     args, guard = none_of_their_programs(repo, tuple(args), extra_env)
     for observer in observers:
         observer(repo, list(args))
-    env = proc.environ({**read_only_env(args), **guard, **(extra_env or {})})
+    env = proc.environ({**read_only_env(args), **(extra_env or {}), **guard})
     argv = ["git", "-C", os.fspath(repo), *args]
     return proc.stream(
         argv, on_line=on_line or (lambda _line: None), env=env, idle_timeout=idle_timeout
@@ -119,7 +119,8 @@ def _prepare(
     args, guard = none_of_their_programs(repo, args, extra_env)
     for observer in observers:
         observer(repo, list(args))
-    return args, {**read_only_env(args), **guard, **(extra_env or {})}
+    # (guard last: its count includes the settings extra_env gives, after them)
+    return args, {**read_only_env(args), **(extra_env or {}), **guard}
 
 
 # --- reading takes no lock ------------------------------------------------------
