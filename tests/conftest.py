@@ -370,12 +370,14 @@ def git_daemon(tmp_path: Path) -> Iterator[GitDaemon]:
 def _run_state_reset() -> Iterator[None]:
     """Each test starts as a new run would: no signal held back, and worker threads
     allowed to start children (an interrupted run forbids that for the rest of its
-    process; the CLI is one process per run, the tests are not). A test that leaves a
-    signal held back or a critical section open fails."""
-    from onboard import signals
+    process; the CLI is one process per run, the tests are not), and no cache entry it
+    could not write still waiting to be said (the next run's answer would carry it).
+    A test that leaves a signal held back or a critical section open fails."""
+    from onboard import cache, signals
     from onboard.proc.spawn import spawned
 
     yield
+    cache.take_notes()
     left = signals.unfinished()
     signals.reset()
     spawned.stopping = False
