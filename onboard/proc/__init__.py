@@ -35,10 +35,10 @@ from onboard.proc.ask import (
 )
 from onboard.proc.child import Child
 from onboard.proc.contain import described as containment
+from onboard.proc.contain import sweep_dead as sweep_dead_runs
 from onboard.proc.passthrough import Passthrough
 from onboard.proc.reaper import detach_after_run, reaping
 from onboard.proc.records import Swept
-from onboard.proc.records import sweep_dead as sweep_dead_runs
 from onboard.proc.running import Result, Running, run, start
 from onboard.proc.spawn import (
     BACKGROUND_NICE,

@@ -292,6 +292,39 @@ class Group:
         records.remove(self.record)
 
 
+def sweep_dead() -> list[records.Swept]:
+    """What dead runs left: what each record names (``records.sweep_dead``), then the
+    cgroups of an onboard that is gone whose record went with its folder (a test's or a
+    container's state folder, removed since) or was never written: without this they
+    stay, one empty folder per killed run, and anything still in them runs on."""
+    swept = records.sweep_dead()
+    kind, base = mechanism()
+    if kind != CGROUP or base is None:
+        return swept
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return swept
+    with _state.lock:
+        own = {g.cgroup for g in _state.open}
+    for name in names:
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != "onboard" or not parts[1].isdigit():
+            continue
+        path = base / name
+        owner = int(parts[1])
+        # An onboard that still runs (or a reused pid: alive either way) keeps its own.
+        if path in own or owner == os.getpid() or records.stat(owner) is not None:
+            continue
+        left = [Leftover(p, tree.command_line(p), CGROUP_HOW) for p in records.cgroup_members(path)]
+        if left:
+            with contextlib.suppress(OSError):
+                records.kill_cgroup(path)
+            swept.append(records.Swept(left[0].command, owner, left))
+        records.remove_cgroup(path)
+    return swept
+
+
 def end_open_groups() -> None:
     """The run ends: every group still open (a program whose result was never read)
     is killed and closed."""
