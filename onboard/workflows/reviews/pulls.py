@@ -48,12 +48,6 @@ class ReviewSource:
     def web(self) -> str:
         return web_host(self.api.api_url)
 
-    def pr_url(self, number: int) -> str:
-        return f"https://{self.web()}/{self.upstream}/pull/{number}"
-
-    def commit_url(self, sha: str) -> str:
-        return f"https://{self.web()}/{self.upstream}/commit/{sha}"
-
     def fetch(self, prs: list[int], reporter: Reporter) -> dict[int, PullReviews]:
         """Each PR's review; the progress bar appears once GitHub is asked (a warm
         run reads the cache in a blink and shows none)."""
