@@ -297,3 +297,37 @@ def test_the_reference_tree_cannot_blame(tmp_path: Path) -> None:
         blame("aten/src/ATen/native/native_functions.yaml:1", workspace=str(ws.root))
     assert "reference tree" in info.value.message
     assert "onboard reviews" in (info.value.next_step or "")
+
+
+def test_a_repository_without_a_github_remote_asks_github_for_no_review(tmp_path: Path) -> None:
+    """Not PyTorch, no GitHub remote: its "(#1013)" is nobody's onboard can name, so no
+    review is fetched (pytorch/pytorch's #1013 would be shown as this commit's review)
+    and the answer says why."""
+    repo = tmp_path / "proj"
+    git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
+    (repo / "a.py").write_text("x = 1\ny = 2\n")
+    git("add", "a.py", cwd=repo)
+    git("commit", "-q", "-m", "Fix the parser (#1013)", cwd=repo)
+    with ReviewsAPI() as server:
+        found = blame("a.py:2", repo=str(repo), api_url=server.url)
+        assert [r.path for r in server.requests] == []
+    assert any("has no GitHub remote" in n and "--upstream-repo" in n for n in found.notes)
+
+
+def test_a_pytorch_fork_links_its_numbers_to_pytorch(tmp_path: Path) -> None:
+    """PyTorch's tree cloned from a fork (origin me/pytorch, no upstream remote): the
+    numbers in its history are pytorch/pytorch's PRs; the fork on GitHub has none."""
+    repo = tmp_path / "pytorch"
+    git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
+    native = repo / "aten/src/ATen/native"
+    native.mkdir(parents=True)
+    (native / "native_functions.yaml").write_text("- func: trunc(Tensor self) -> Tensor\n")
+    (repo / "torch").mkdir()
+    (repo / "torch/__init__.py").write_text("x = 1\ny = 2\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "Fix trunc (#1013)", cwd=repo)
+    git("remote", "add", "origin", "https://github.com/me/pytorch.git", cwd=repo)
+    sha = git("rev-parse", "HEAD", cwd=repo)
+    found = blame("torch/__init__.py:2", repo=str(repo), offline=True)
+    view = found.prs[sha]
+    assert view.url == "https://github.com/pytorch/pytorch/pull/1013"

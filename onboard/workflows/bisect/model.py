@@ -27,6 +27,7 @@ from onboard import git
 from onboard.shell import quote
 from onboard.workflows.bisect.builds import BuildOutcome
 from onboard.workflows.bisect.runner import Verdict
+from onboard.workflows.reviews.tree import pulls_repo
 
 PREFLIGHT = "preflight"
 BISECT = "bisect"
@@ -62,10 +63,11 @@ class CommitInfo:
 
 
 def github_base(repo: Path) -> str | None:
-    """https://github.com/OWNER/NAME of the repository's own GitHub remote; None when it
-    has none (no remote, a local path, another host): nothing is linked then, as a
-    subject's ``(#1013)`` in another repository is not pytorch/pytorch's #1013."""
-    found = git.remote.github_repo(repo)
+    """https://github.com/OWNER/NAME whose pull requests the history's ``(#1013)`` name
+    (``pulls_repo``: pytorch/pytorch in PyTorch's tree, else the repository's own GitHub
+    remote); None when there is none: nothing is linked then, as a subject's ``(#1013)``
+    in another repository is not pytorch/pytorch's #1013."""
+    found = pulls_repo(repo)
     return f"https://github.com/{found}" if found else None
 
 

@@ -3,6 +3,7 @@ landed commit becomes a pull request shown with its threads."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from onboard import git
@@ -11,7 +12,7 @@ from onboard.workflows.reviews import pulls, trailers
 from onboard.workflows.reviews.comments import Thread, find_in
 from onboard.workflows.reviews.history import Landed
 from onboard.workflows.reviews.results import Checkout, PrView
-from onboard.workflows.reviews.tree import DEFAULT_UPSTREAM, Tree, open_tree
+from onboard.workflows.reviews.tree import DEFAULT_UPSTREAM, Tree, open_tree, pulls_repo
 
 
 @dataclass
@@ -20,9 +21,12 @@ class Context:
     source: pulls.ReviewSource
     reporter: Reporter
     offline: bool
-    # OWNER/NAME a pull request number links to: --upstream-repo when given, else the
-    # repository's own GitHub remote; None (no remote on GitHub): nothing is linked.
+    # OWNER/NAME a pull request number links to: --upstream-repo when given, else
+    # ``pulls_repo`` (PyTorch's tree: pytorch/pytorch; another repository: its own
+    # GitHub remote); None (no remote on GitHub): nothing is linked.
     linked: str | None = None
+    # Why GitHub was not asked at all, when onboard decided so (not the user's --offline).
+    unasked: str | None = None
     _files: dict[str, list[str] | None] = field(default_factory=dict)
 
     @classmethod
@@ -38,11 +42,25 @@ class Context:
         reporter: Reporter,
     ) -> Context:
         tree = open_tree(workspace, repo, upstream or DEFAULT_UPSTREAM)
+        linked = upstream or pulls_repo(tree.repo)
+        unasked = None
+        if upstream is None and tree.kind == "repo":
+            # The user's own repository: its numbers are its own PRs (pytorch/pytorch's
+            # only in PyTorch's tree). Without a GitHub remote there is nobody to ask:
+            # another repository's #1013 would be shown as this commit's review.
+            if linked is None:
+                unasked = (
+                    f"{tree.repo} has no GitHub remote, so the pull request numbers in its "
+                    "history name no pull request onboard can fetch: no review was asked for. "
+                    "Pass --upstream-repo OWNER/NAME to name the repository they belong to."
+                )
+                offline = True
+            elif linked != tree.upstream:
+                tree = dataclasses.replace(tree, upstream=linked)
         source = pulls.source(
             api_url, tree.upstream, offline=offline, refresh=refresh, reporter=reporter
         )
-        linked = upstream or git.remote.github_repo(tree.repo)
-        return cls(tree, source, reporter, offline, linked)
+        return cls(tree, source, reporter, offline, linked, unasked)
 
     def checkout(self) -> Checkout:
         t = self.tree
@@ -99,7 +117,7 @@ class Context:
 
     def api_notes(self) -> list[str]:
         """Why GitHub stopped being asked, and a missing token that costs requests."""
-        notes = []
+        notes = [self.unasked] if self.unasked else []
         stopped = self.source.stats.stopped
         if stopped:
             notes.append(

@@ -56,6 +56,19 @@ class Target:
         return {"path": self.path, "ranges": [list(r) for r in self.ranges], "why": self.why}
 
 
+def pulls_repo(repo: Path) -> str | None:
+    """OWNER/NAME whose pull requests a subject's ``(#1013)`` names. In a tree that is
+    PyTorch's (a clone of a fork, of a mirror or of a local path), pytorch/pytorch's:
+    the numbers in PyTorch's history are its PRs, and a fork on GitHub has none of them.
+    In any other repository, its own GitHub remote's (``git.remote.github_repo``), and
+    None without one: the number then links nowhere."""
+    if (repo / "aten/src/ATen/native/native_functions.yaml").is_file() and (
+        repo / "torch" / "__init__.py"
+    ).is_file():
+        return DEFAULT_UPSTREAM
+    return git.remote.github_repo(repo)
+
+
 def open_tree(workspace: str | None, repo: str | None, upstream: str = DEFAULT_UPSTREAM) -> Tree:
     from onboard import workspace as ws_mod
 
