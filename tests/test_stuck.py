@@ -114,49 +114,6 @@ def test_dataloader_worker_blocked_on_a_lock(tmp_path: Path) -> None:
 
 
 @needs_tools
-def test_python_deadlock_two_locks(tmp_path: Path) -> None:
-    script = write(
-        tmp_path,
-        "two_locks.py",
-        """\
-        import threading
-
-        a = threading.Lock()
-        b = threading.Lock()
-        both = threading.Barrier(2)  # each holds its first lock before it asks for the other
-
-
-        def first():
-            with a:
-                both.wait()
-                with b:
-                    pass
-
-
-        def second():
-            with b:
-                both.wait()
-                with a:
-                    pass
-
-
-        threads = [threading.Thread(target=first), threading.Thread(target=second)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        """,
-    )
-    result = stuck(StuckRequest(command=[PY, str(script)], after=1.5, kill=True, timeout=120))
-    diag = next(d for s in result.snapshots for d in s.diagnoses if d.kind == "python_deadlock")
-    assert "`a`" in diag.title and "`b`" in diag.title
-    joined = "\n".join(diag.evidence)
-    # Each waits at its inner `with` (the 8-space ones), holding its outer one.
-    assert f"{script}:{line_of(script, '        with b:')}" in joined
-    assert f"{script}:{line_of(script, '        with a:')}" in joined
-
-
-@needs_tools
 def test_snapshot_on_sigusr1_and_the_output_passes_through(tmp_path: Path) -> None:
     ready = Fifo(tmp_path / "ready")
     script = write(
