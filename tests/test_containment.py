@@ -223,32 +223,33 @@ def test_a_sweep_never_takes_a_reused_pid_for_a_dead_runs_process(tmp_path: Path
         other.wait()
 
 
-def test_a_cgroup_whose_record_is_gone_is_swept_with_what_runs_in_it(tmp_path: Path) -> None:
+def test_an_empty_cgroup_whose_record_is_gone_is_removed(tmp_path: Path) -> None:
     """A killed onboard's cgroup outlives the record that named it when the record's
-    folder goes (a removed state folder, a container's throwaway home) or was never
-    written: the next sweep still stops what runs in it and removes the folder, so
-    killed runs leave no cgroup each behind. Where this machine gives onboard no
+    folder goes (a removed state folder, a container's throwaway home): the next sweep
+    removes it once it is empty, so killed runs leave no cgroup each behind; one that
+    still holds a process is left for the record that names it (another state
+    folder's run), and a live onboard's is its own. Where this machine gives onboard no
     writable cgroup, there is none to leave, and the sweep has nothing of this kind."""
     kind, base = contain.mechanism()
     if kind != contain.CGROUP or base is None:
         assert proc.sweep_dead_runs() == []
         return
     dead = _dead_pid()
-    gone = base / f"onboard-{dead}-0badc0de"
-    gone.mkdir()
+    empty = base / f"onboard-{dead}-0badc0de"
+    held = base / f"onboard-{dead}-0badf00d"
+    live = base / f"onboard-{os.getpid()}-0badc0de"
+    for path in (empty, held, live):
+        path.mkdir()
     other = subprocess.Popen(["sleep", "300"])
     try:
-        (gone / "cgroup.procs").write_text(str(other.pid))
-        live = base / f"onboard-{os.getpid()}-0badc0de"  # a live onboard's stays
-        live.mkdir()
-        swept = proc.sweep_dead_runs()
-        assert [(s.pid, [p.pid for p in s.stopped]) for s in swept] == [(dead, [other.pid])]
-        assert other.wait(10) is not None
-        assert not gone.exists()
+        (held / "cgroup.procs").write_text(str(other.pid))
+        assert proc.sweep_dead_runs() == []
+        assert not empty.exists()
+        assert held.is_dir() and _alive(other.pid)
         assert live.is_dir()
     finally:
         other.kill()
         other.wait()
-        for path in (gone, base / f"onboard-{os.getpid()}-0badc0de"):
+        for path in (empty, held, live):
             if path.is_dir():
                 path.rmdir()

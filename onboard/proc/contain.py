@@ -294,9 +294,12 @@ class Group:
 
 def sweep_dead() -> list[records.Swept]:
     """What dead runs left: what each record names (``records.sweep_dead``), then the
-    cgroups of an onboard that is gone whose record went with its folder (a test's or a
-    container's state folder, removed since) or was never written: without this they
-    stay, one empty folder per killed run, and anything still in them runs on."""
+    empty cgroups of an onboard that is gone. A killed onboard's program dies with it
+    (PDEATHSIG) and leaves its cgroup empty; that folder is its record's to remove, and
+    where the record went with its folder (a test's or a container's state folder,
+    removed since), nobody else would: one empty cgroup per killed run. One still
+    holding processes is left to the record that names it (another state folder's
+    run, swept by its own next command), never taken over here."""
     swept = records.sweep_dead()
     kind, base = mechanism()
     if kind != CGROUP or base is None:
@@ -316,12 +319,8 @@ def sweep_dead() -> list[records.Swept]:
         # An onboard that still runs (or a reused pid: alive either way) keeps its own.
         if path in own or owner == os.getpid() or records.stat(owner) is not None:
             continue
-        left = [Leftover(p, tree.command_line(p), CGROUP_HOW) for p in records.cgroup_members(path)]
-        if left:
-            with contextlib.suppress(OSError):
-                records.kill_cgroup(path)
-            swept.append(records.Swept(left[0].command, owner, left))
-        records.remove_cgroup(path)
+        if not records.cgroup_members(path):
+            records.remove_cgroup(path)
     return swept
 
 
