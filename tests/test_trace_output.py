@@ -211,5 +211,14 @@ def rendered(result: TraceResult) -> list[str]:
 def test_readme_trace_example_is_what_trace_prints() -> None:
     block = readme_block('onboard trace -c "torch.zeros(3, 4)"')
     lines = rendered(trace(TraceRequest(code="torch.zeros(3, 4)", python=PY)))
-    # times differ from run to run; everything else is the same
-    assert [_TIMES.sub("T", x) for x in lines[: len(block)]] == [_TIMES.sub("T", x) for x in block]
+    # times differ from run to run, and so does the order of ops whose self times are
+    # near each other (3 tiny ops on a loaded machine): everything else is the same
+    assert _timeless(lines[: len(block)]) == _timeless(block)
+
+
+def _timeless(lines: list[str]) -> list[str]:
+    """The lines with times as T, and the "slowest by self time" rows (ordered by a
+    time) in a fixed order."""
+    out = [_TIMES.sub("T", x) for x in lines]
+    at = out.index("  slowest by self time:") + 1 if "  slowest by self time:" in out else len(out)
+    return out[:at] + sorted(out[at:])
