@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.events import Fifo, still_running
+from test_stuck import DATALOADER as LOADER_BLOCKED  # workers forked with a held lock
 
 from onboard.workflows.stuck import StuckRequest, stuck, tools
 from onboard.workflows.stuck.result import Snapshot, StuckResult
@@ -200,30 +201,6 @@ def check_gil(script: Path, snap: Snapshot) -> None:
     assert "it used 0.00 s of CPU" in said, said
     assert "'ticker' (a Python thread) waits for the GIL" in said, said
     assert "busy" not in {d.kind for d in snap.diagnoses}
-
-
-LOADER_BLOCKED = """\
-import threading
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-lock = threading.Lock()
-lock.acquire()  # held when the workers fork: each gets a copy that stays held
-
-
-class Data(Dataset):
-    def __len__(self):
-        return 8
-
-    def __getitem__(self, i):
-        with lock:
-            return torch.tensor(i)
-
-
-if __name__ == "__main__":
-    for batch in DataLoader(Data(), num_workers=2):
-        print(batch)
-"""
 
 
 def check_loader_blocked(script: Path, snap: Snapshot) -> None:
