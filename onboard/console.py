@@ -160,7 +160,9 @@ def emit_view(
 ) -> None:
     """A result on stdout: its JSON, or ``view(result, console, verbose)``."""
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
+        from onboard.jsonable import to_json
+
+        sys.stdout.write(json.dumps(to_json(result), indent=2, default=str) + "\n")
         sys.stdout.flush()
     else:
         view(result, stdout_console(), verbose)
