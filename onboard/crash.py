@@ -180,8 +180,7 @@ def _bug(exc: BaseException, args: list[str]) -> int:
 
 
 def _report(exc: OnboardError, args: list[str]) -> None:
-    if _wants_json(args):
-        click.echo(json.dumps({"ok": False, "error": exc.to_json()}, indent=2))
+    _json_error(args, type(exc).__name__, exc.message, exc.next_step, exc.exit_code)
     click.echo(f"Error: {exc.paragraph()}", err=True)
     details = getattr(exc, "details", None)
     if details and ("-v" in args or "--verbose" in args):

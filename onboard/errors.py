@@ -26,14 +26,6 @@ class OnboardError(Exception):
             return f"{self.message}{end} {self.next_step}"
         return self.message
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "kind": type(self).__name__,
-            "message": self.message,
-            "next_step": self.next_step,
-            "exit_code": self.exit_code,
-        }
-
 
 class BadInput(OnboardError):
     """The user's arguments cannot work (exit 2, like a usage error)."""

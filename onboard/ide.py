@@ -38,14 +38,6 @@ class FileAction:
     backup: Path | None = None
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "action": self.action,
-            "backup": str(self.backup) if self.backup else None,
-            "message": self.message,
-        }
-
 
 def settings(python: str, checkout: Path) -> dict[str, Any]:
     return {

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from onboard import proc
+from onboard.jsonable import spec
 
 # The C++11 std::string/std::list ABI puts its types in the inline namespace
 # std::__cxx11 (mangled "St7__cxx11" / "7__cxx11"); the old ABI has none.
@@ -30,13 +31,15 @@ _CPYTHON_TAG_RE = re.compile(r"^cpython-(\d)(\d+)([a-z]*)-")
 @dataclass(frozen=True)
 class Linkage:
     path: str
-    machine: str
-    elf_class: int
+    machine: str = field(metadata=spec(omit=True))
+    elf_class: int = field(metadata=spec(omit=True))
     soname: str | None
     needed: tuple[str, ...]
-    rpath: tuple[str, ...]
-    runpath: tuple[str, ...]
-    python_symbols: tuple[str, ...]  # undefined Py*/_Py* symbols: the CPython C API it calls
+    # In JSON one "runpath": the list the loader reads (RUNPATH, else RPATH), see json_extra.
+    rpath: tuple[str, ...] = field(metadata=spec(omit=True))
+    runpath: tuple[str, ...] = field(metadata=spec(omit=True))
+    # undefined Py*/_Py* symbols: the CPython C API it calls (in JSON, how many)
+    python_symbols: tuple[str, ...] = field(metadata=spec(convert=len))
     cxx11_undefined: int  # undefined C++ symbols mangled with std::__cxx11 (new ABI)
     cxx11_defined: int  # defined C++ symbols mangled with std::__cxx11
     version_needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -58,18 +61,8 @@ class Linkage:
         entries = self.runpath or self.rpath
         return [Path(e.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)) for e in entries]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "soname": self.soname,
-            "needed": list(self.needed),
-            "runpath": list(self.runpath or self.rpath),
-            "python_symbols": len(self.python_symbols),
-            "libpython": self.libpython,
-            "cxx11_undefined": self.cxx11_undefined,
-            "cxx11_defined": self.cxx11_defined,
-            "version_needs": {k: list(v) for k, v in self.version_needs.items()},
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"runpath": self.runpath or self.rpath, "libpython": self.libpython}
 
 
 def version_key(name: str) -> tuple[int, ...]:

@@ -24,6 +24,7 @@ from typing import Any
 from onboard import proc
 from onboard.cache import cache_dir, read_valid, write_json
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 from onboard.shell import quote
 
 PROBE_TIMEOUT = 180.0
@@ -121,7 +122,8 @@ class BuildPrefix:
 
     prefix: str | None
     method: str
-    source_paths: tuple[str, ...] = ()  # repo-relative paths the binary names
+    # repo-relative paths the binary names (in JSON, how many: there are thousands)
+    source_paths: tuple[str, ...] = field(default=(), metadata=spec(convert=len))
 
 
 @dataclass(frozen=True)
@@ -173,11 +175,6 @@ class TorchEnv:
     def editable(self) -> bool:
         direct = (self.dist or {}).get("direct_url") or {}
         return bool((direct.get("dir_info") or {}).get("editable"))
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["build_prefix"]["source_paths"] = len(self.build_prefix.source_paths)
-        return data
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from onboard.errors import BadInput, NoWorkspace, OnboardError
+from onboard.jsonable import to_json
 from onboard.scope import CONFIG_NAME
 
 SCHEMA = 1
@@ -82,18 +83,14 @@ class Workspace:
         anchor = f"#L{line}" if line else ""
         return f"https://github.com/pytorch/pytorch/blob/{self.commit}/{path}{anchor}"
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["root"] = str(self.root)
-        data["notes"] = list(self.notes)
-        data["schema"] = SCHEMA
-        return data
+    def json_extra(self) -> dict[str, object]:
+        return {"schema": SCHEMA}
 
 
 def save(ws: Workspace) -> Path:
     from onboard import files
 
-    data = ws.to_json()
+    data = to_json(ws)
     data.pop("root")
     files.write_text(ws.config_path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return ws.config_path

@@ -53,13 +53,6 @@ class Swept:
             f"{'it' if n == 1 else 'them'}."
         )
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "command": self.command,
-            "pid": self.pid,
-            "stopped": [p.to_json() for p in self.stopped],
-        }
-
 
 def record_path(mark: str) -> Path:
     return runs_dir() / f"{os.getpid()}-{mark}.json"

@@ -17,10 +17,11 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from onboard import signals
+from onboard.jsonable import spec
 
 if TYPE_CHECKING:
     import subprocess  # the type of what proc started; only proc starts processes
@@ -33,13 +34,10 @@ class Leftover:
     pid: int
     command: str
     # How onboard found it: "in its cgroup", "by its session, group, mark or as an orphan"
-    how: str = ""
+    how: str = field(default="", metadata=spec(key="found"))
 
     def __str__(self) -> str:
         return f"pid {self.pid}, `{self.command}`"
-
-    def to_json(self) -> dict[str, object]:
-        return {"pid": self.pid, "command": self.command, "found": self.how}
 
 
 def left_note(left: Sequence[Leftover], who: str = "your script") -> str:

@@ -32,16 +32,6 @@ class Recovered:
     notes: list[str] = field(default_factory=list)
     set_aside: str | None = None  # where an unreadable journal was moved
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "journal": self.journal,
-            "command": self.command,
-            "pid": self.pid,
-            "undone": self.undone,
-            "notes": self.notes,
-            "set_aside": self.set_aside,
-        }
-
 
 def _read(path: Path) -> object:
     try:
