@@ -26,6 +26,7 @@ from fixtures.pytorch_repo import git
 
 from onboard import ide, torchenv, workspace
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import to_json
 from onboard.report import Reporter
 from onboard.workflows.build import build, plan
 from onboard.workflows.build.log import first_error, parse_progress
@@ -277,7 +278,7 @@ def test_sccache_backend_reported_without_secrets(
     p = plan(ws, cache="sccache", reporter=Reporter(), env_probe=torch_probe)
     assert p.cache_tool == "sccache" and p.cache_backend.startswith("Redis")
     assert "127.0.0.1:6379" in p.cache_backend and "SCCACHE_REDIS_ENDPOINT" in p.cache_backend
-    assert "hunter2secret" not in json.dumps(p.to_json())
+    assert "hunter2secret" not in json.dumps(to_json(p))
     assert "hunter2secret" not in json.dumps(p.session_json())
     assert p.value("SCCACHE_BASEDIRS") == str(ws.checkout_path)
     assert p.value("CMAKE_C_COMPILER_LAUNCHER") == p.value("CMAKE_CXX_COMPILER_LAUNCHER")
@@ -500,12 +501,12 @@ def test_debinfo_rebuild_gives_g_only_to_named_file(
     first = build(
         ws, plan(ws, cache="none", reporter=Reporter(), env_probe=torch_probe), Reporter()
     )
-    assert first.ok, first.to_json()
+    assert first.ok, to_json(first)
     target = "aten/src/ATen/native/UnaryOps.cpp"
     p = plan(ws, debinfo_files=[target], cache="none", reporter=Reporter(), env_probe=torch_probe)
     assert p.value("CMAKE_FRESH") == "1" and p.build_type == "Release"
     result = build(ws, p, Reporter())
-    assert result.ok, result.to_json()
+    assert result.ok, to_json(result)
     assert result.imported is not None
     (lib,) = result.imported.libraries
     assert dwarf_units(Path(lib)) == {target}
@@ -529,7 +530,7 @@ def test_failed_build_shows_first_error_and_log(
     text = "\n".join(result.first_error.lines)
     assert "LinearAlgebra.cpp" in text and "undeclared_name" in text and "error:" in text
     assert result.log.is_file()
-    assert result.to_json()["first_error"]["lines"]
+    assert to_json(result)["first_error"]["lines"]
 
 
 # --------------------------------------------------------------------------
@@ -599,7 +600,7 @@ def test_sccache_over_redis_hits_on_second_folder(
                 or Path(p.value("CMAKE_CXX_COMPILER_LAUNCHER") or "").name == "sccache"
             )
             result = build(ws, p, Reporter())
-            assert result.ok, result.to_json()
+            assert result.ok, to_json(result)
             stats = _sccache_stats(sccache)
             assert "redis" in str(stats["cache_location"])
             results.append((result, stats))

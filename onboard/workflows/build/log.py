@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from onboard.jsonable import spec
 
 # ninja prints "[1234/9876] Building CXX object ..." (NINJA_STATUS default "[%f/%t] ").
 PROGRESS_RE = re.compile(r"^\s*\[(\d+)/(\d+)\]\s*(.*)$")
@@ -39,11 +41,8 @@ def parse_progress(line: str) -> Progress | None:
 
 @dataclass(frozen=True)
 class FirstError:
-    line_number: int  # 1-based, in the log
+    line_number: int = field(metadata=spec(key="line"))  # 1-based, in the log
     lines: tuple[str, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {"line": self.line_number, "lines": list(self.lines)}
 
 
 def first_error(log: Path) -> FirstError | None:

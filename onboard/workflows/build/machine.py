@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from onboard import proc
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 
 GIB = 1024**3
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
@@ -27,7 +28,7 @@ class Tool:
     name: str
     path: str | None
     version: str | None = None
-    first_line: str = ""
+    first_line: str = field(default="", metadata=spec(omit=True))
 
     @property
     def found(self) -> bool:
@@ -35,9 +36,6 @@ class Tool:
 
     def version_tuple(self) -> tuple[int, ...] | None:
         return version_tuple(self.version)
-
-    def to_json(self) -> dict[str, str | None]:
-        return {"name": self.name, "path": self.path, "version": self.version}
 
 
 def version_tuple(text: str | None) -> tuple[int, ...] | None:

@@ -24,11 +24,11 @@ These are estimates for pytorch/pytorch, not measurements of this checkout.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from onboard.errors import BadInput
+from onboard.jsonable import spec
 from onboard.workflows.build import machine
 from onboard.workflows.build.build_type import DEBUG, REL_WITH_DEB_INFO, RELEASE
 from onboard.workflows.build.machine import GIB
@@ -45,23 +45,12 @@ VENV_GIB = 2.0
 @dataclass(frozen=True)
 class Estimate:
     disk_gib: float
-    free_disk_gib: float
+    free_disk_gib: float = field(metadata=spec(digits=1))
     compile_gib_per_job: float
     link_gib: float
-    available_memory_gib: float
+    available_memory_gib: float = field(metadata=spec(digits=1))
     cores: int
     reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "disk_gib": self.disk_gib,
-            "free_disk_gib": round(self.free_disk_gib, 1),
-            "compile_gib_per_job": self.compile_gib_per_job,
-            "link_gib": self.link_gib,
-            "available_memory_gib": round(self.available_memory_gib, 1),
-            "cores": self.cores,
-            "reason": self.reason,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)

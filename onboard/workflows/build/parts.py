@@ -8,33 +8,40 @@ the parts in the order of its steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from onboard.jsonable import spec
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+def by_name(items: Iterable[_Named]) -> dict[str, Any]:
+    """Choices and checks as JSON shows them: an object keyed by their names."""
+    return {c.name: c for c in items}
 
 
 @dataclass(frozen=True)
 class Choice:
     """One value the plan sets (``value`` None: the variable is removed), and why."""
 
-    name: str
+    name: str = field(metadata=spec(omit=True))  # the key it is listed under
     value: str | None
     reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "reason": self.reason}
 
 
 @dataclass(frozen=True)
 class Check:
     """One pre-flight check: what was found, and for a failure the fix."""
 
-    name: str
+    name: str = field(metadata=spec(omit=True))  # the key it is listed under
     ok: bool
     detail: str
-    fix: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "detail": self.detail, "fix": self.fix or None}
+    fix: str = field(default="", metadata=spec(empty=None))
 
 
 @dataclass(frozen=True)

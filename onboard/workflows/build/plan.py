@@ -14,12 +14,13 @@ version, requirements, pre-flight); the plan joins them in that order.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import git
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 from onboard.shell import quote
 from onboard.workflows.build import (
     build_type,
@@ -31,7 +32,7 @@ from onboard.workflows.build import (
     requirements,
 )
 from onboard.workflows.build.memory import Estimate
-from onboard.workflows.build.parts import Check, Choice, Part
+from onboard.workflows.build.parts import Check, Choice, Part, by_name
 
 if TYPE_CHECKING:
     from onboard.report import Reporter
@@ -43,13 +44,13 @@ PLAN_NAME = "build-plan.json"
 
 @dataclass(frozen=True)
 class BuildPlan:
-    """What ``onboard build`` will do. ``to_json`` keys (stable):
+    """What ``onboard build`` will do. JSON keys (stable):
 
-    workspace, checkout, venv, venv_python, python, build_type, jobs
-    {value, reason}, env {NAME: {value, reason}} (value null = removed),
-    cache {tool, launcher, backend, reason}, requirements {files, install,
-    dropped}, commands [str], estimate {...}, preflight {NAME: {ok, detail,
-    fix}}, ok, log_dir, extra_args, notes.
+    workspace, checkout, venv, python, build_type, env {NAME: {value, reason}}
+    (value null = removed), commands [str], estimate {...}, preflight {NAME: {ok,
+    detail, fix}}, log_dir, extra_args, notes, debinfo_files, venv_python, jobs
+    {value, reason}, cache {tool, launcher, backend, reason}, requirements {files,
+    install, dropped}, ok.
     """
 
     workspace: Path
@@ -57,20 +58,23 @@ class BuildPlan:
     venv: Path
     python: str
     build_type: str
-    jobs: int
-    jobs_reason: str
-    env: tuple[Choice, ...]
-    cache_tool: str | None
-    cache_launcher: str | None
-    cache_backend: str
-    cache_reason: str
-    requirement_files: tuple[str, ...]
-    requirements: tuple[str, ...]  # the lines the session installs (torch dropped)
-    dropped: tuple[str, ...]
-    install: tuple[str, ...]  # tools onboard adds (cmake, ninja) when the checkout needs them
+    # The omitted fields are grouped in JSON: jobs, cache, requirements (json_extra).
+    jobs: int = field(metadata=spec(omit=True))
+    jobs_reason: str = field(metadata=spec(omit=True))
+    env: tuple[Choice, ...] = field(metadata=spec(convert=by_name))
+    cache_tool: str | None = field(metadata=spec(omit=True))
+    cache_launcher: str | None = field(metadata=spec(omit=True))
+    cache_backend: str = field(metadata=spec(omit=True))
+    cache_reason: str = field(metadata=spec(omit=True))
+    requirement_files: tuple[str, ...] = field(metadata=spec(omit=True))
+    # the lines the session installs (torch dropped)
+    requirements: tuple[str, ...] = field(metadata=spec(omit=True))
+    dropped: tuple[str, ...] = field(metadata=spec(omit=True))
+    # tools onboard adds (cmake, ninja) when the checkout needs them
+    install: tuple[str, ...] = field(metadata=spec(omit=True))
     commands: tuple[str, ...]
     estimate: Estimate
-    preflight: tuple[Check, ...]
+    preflight: tuple[Check, ...] = field(metadata=spec(convert=by_name))
     log_dir: Path
     extra_args: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -99,16 +103,10 @@ class BuildPlan:
     def value(self, name: str) -> str | None:
         return self.env_values().get(name)
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         return {
-            "workspace": str(self.workspace),
-            "checkout": str(self.checkout),
-            "venv": str(self.venv),
-            "venv_python": str(self.venv_python),
-            "python": self.python,
-            "build_type": self.build_type,
+            "venv_python": self.venv_python,
             "jobs": {"value": self.jobs, "reason": self.jobs_reason},
-            "env": {c.name: c.to_json() for c in self.env},
             "cache": {
                 "tool": self.cache_tool,
                 "launcher": self.cache_launcher,
@@ -116,18 +114,11 @@ class BuildPlan:
                 "reason": self.cache_reason,
             },
             "requirements": {
-                "files": list(self.requirement_files),
-                "install": list(self.requirements) + list(self.install),
-                "dropped": list(self.dropped),
+                "files": self.requirement_files,
+                "install": [*self.requirements, *self.install],
+                "dropped": self.dropped,
             },
-            "commands": list(self.commands),
-            "estimate": self.estimate.to_json(),
-            "preflight": {c.name: c.to_json() for c in self.preflight},
             "ok": self.ok,
-            "log_dir": str(self.log_dir),
-            "extra_args": list(self.extra_args),
-            "debinfo_files": list(self.debinfo_files),
-            "notes": list(self.notes),
         }
 
     # What the nox session reads (tasks/build.py): no reasons, nothing secret.

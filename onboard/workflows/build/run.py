@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from onboard import proc
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 from onboard.shell import quote
 from onboard.workflows.build.log import FirstError, first_error, parse_progress
+from onboard.workflows.build.parts import by_name
 from onboard.workflows.build.plan import BuildPlan
 from onboard.workflows.build.verify import (
     IdeChange,
@@ -40,32 +42,27 @@ class CacheStats:
     location: str = ""
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "hits": self.hits,
-            "misses": self.misses,
-            "location": self.location,
-            "note": self.note,
-        }
+
+def _done_total(progress: tuple[int, int]) -> dict[str, int]:
+    return {"done": progress[0], "total": progress[1]}
 
 
 @dataclass(frozen=True)
 class BuildResult:
-    """``to_json`` keys (stable): ok, returncode, log, seconds, build_type, jobs,
-    env {NAME: value | null}, progress {done, total}, first_error {line, lines} | null,
-    imported {file, version, git_version, libraries {path: has_debug_info}, error} | null,
-    checks {NAME: {ok, detail}}, ide [{path, action, detail}], cache {tool, hits, misses,
-    location, note} | null, venv_python, notes."""
+    """JSON keys (stable): returncode, log, seconds, progress {done, total},
+    first_error {line, lines} | null, imported {file, version, git_version, error,
+    libraries {path: has_debug_info}} | null, checks {NAME: {ok, detail}}, ide [{path,
+    action, detail}], cache {tool, hits, misses, location, note} | null, notes, ok,
+    build_type, jobs, env {NAME: value | null}, venv_python."""
 
-    plan: BuildPlan
+    plan: BuildPlan = field(metadata=spec(omit=True))  # its part of the JSON: json_extra
     returncode: int
     log: Path
-    seconds: float
-    progress: tuple[int, int] | None
+    seconds: float = field(metadata=spec(digits=1))
+    progress: tuple[int, int] | None = field(metadata=spec(convert=_done_total))
     first_error: FirstError | None = None
     imported: Imported | None = None
-    checks: tuple[PostCheck, ...] = ()
+    checks: tuple[PostCheck, ...] = field(default=(), metadata=spec(convert=by_name))
     ide: tuple[IdeChange, ...] = ()
     cache: CacheStats | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -78,25 +75,13 @@ class BuildResult:
     def exit_code(self) -> int:
         return 0 if self.ok else 1
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         return {
             "ok": self.ok,
-            "returncode": self.returncode,
-            "log": str(self.log),
-            "seconds": round(self.seconds, 1),
             "build_type": self.plan.build_type,
             "jobs": self.plan.jobs,
             "env": self.plan.env_values(),
-            "progress": {"done": self.progress[0], "total": self.progress[1]}
-            if self.progress
-            else None,
-            "first_error": self.first_error.to_json() if self.first_error else None,
-            "imported": self.imported.to_json() if self.imported else None,
-            "checks": {c.name: c.to_json() for c in self.checks},
-            "ide": [c.to_json() for c in self.ide],
-            "cache": self.cache.to_json() if self.cache else None,
-            "venv_python": str(self.plan.venv_python),
-            "notes": list(self.notes),
+            "venv_python": self.plan.venv_python,
         }
 
 
@@ -237,7 +222,7 @@ def _build(ws: Workspace, plan: BuildPlan, reporter: Reporter) -> BuildResult:
 
 @dataclass(frozen=True)
 class SetupAndBuild:
-    """Setup then build in one go. ``to_json`` keys: ok, setup (setup's own JSON), build."""
+    """Setup then build in one go. JSON keys: setup (setup's own JSON), build, ok."""
 
     setup: SetupResult
     build: BuildResult
@@ -250,8 +235,8 @@ class SetupAndBuild:
     def exit_code(self) -> int:
         return 0 if self.ok else 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "setup": self.setup.to_json(), "build": self.build.to_json()}
+    def json_extra(self) -> dict[str, object]:
+        return {"ok": self.ok}
 
 
 def build_after_setup(setup_result: SetupResult, reporter: Reporter) -> SetupAndBuild:

@@ -8,23 +8,21 @@ spin re-imports a package after building it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from onboard import git, proc, torchenv
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 from onboard.shell import quote
 
 
 @dataclass(frozen=True)
 class PostCheck:
-    name: str
+    name: str = field(metadata=spec(omit=True))  # the key it is listed under
     ok: bool
     detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -34,18 +32,13 @@ class Imported:
     file: str | None
     version: str | None
     git_version: str | None
-    libraries: tuple[str, ...]
-    debug_info: dict[str, bool | None]
+    # In JSON one "libraries" {path: has debug info}, in this order (json_extra).
+    libraries: tuple[str, ...] = field(metadata=spec(omit=True))
+    debug_info: dict[str, bool | None] = field(metadata=spec(omit=True))
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "version": self.version,
-            "git_version": self.git_version,
-            "libraries": {lib: self.debug_info.get(lib) for lib in self.libraries},
-            "error": self.error,
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"libraries": {lib: self.debug_info.get(lib) for lib in self.libraries}}
 
 
 def import_torch(venv_python: Path, *, cwd: Path) -> Imported:
@@ -137,9 +130,6 @@ class IdeChange:
     path: str
     action: str  # linked / present / unchanged / created / merged / side-file / missing
     detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "action": self.action, "detail": self.detail}
 
 
 def link_compile_commands(checkout: Path) -> IdeChange:
