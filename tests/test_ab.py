@@ -25,6 +25,7 @@ from onboard import git, workspace
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, NoWorkspace, OnboardError
+from onboard.jsonable import to_json
 from onboard.workflows.ab import compare, sides, stats
 from onboard.workflows.ab.runs import RunFailed, parse_output
 
@@ -117,7 +118,7 @@ def test_a_python_only_change_between_two_commits_is_slower_with_its_interval(
     assert metric(result, "items").verdict == "no change"
     assert result.b.modules == ["torch.work"] and result.a.modules == []
     assert result.same_output is True and result.ok
-    data = result.to_json()
+    data = to_json(result)
     assert data["rounds"] == 5 and data["script_metrics"] is True
     assert {m["name"] for m in data["metrics"]} >= {"wall_s", "peak_rss_mb", "work_ms"}
     # The temporary worktrees are gone, and nothing was written into the checkout.
@@ -176,7 +177,7 @@ def test_a_script_without_metrics_is_compared_on_wall_time_and_rss_and_says_so(
     result = compare(plain, ws=ws, python=sys.executable, rounds=2)
     assert [m.name for m in result.metrics] == ["wall_s", "peak_rss_mb"]
     assert any("no name=value lines" in n for n in result.notes)
-    assert result.to_json()["script_metrics"] is False
+    assert to_json(result)["script_metrics"] is False
 
 
 def test_a_script_that_fails_on_one_side_names_it_with_its_stderr(
@@ -515,7 +516,7 @@ def test_a_side_that_compiles_torch_on_every_run_is_said_before_the_numbers(
     text = " ".join(result.differences)
     assert "where bytecode is cached" in text and str(empty) in text
     assert f"a run on A compiles 1 Python file(s) from source, a run on B {many}" in text
-    assert result.to_json()["environment"]["same"] is False
+    assert to_json(result)["environment"]["same"] is False
     code = run_cli(
         cli, ["ab", str(plain), "--b", str(wrapper), "--rounds", "1", "--workspace", str(ws.root)]
     )

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from onboard import proc
+from onboard.jsonable import to_json
 from onboard.proc import contain, records
 from onboard.proc.records import runs_dir
 from onboard.workflows.ab import compare
@@ -89,7 +90,7 @@ def test_a_detached_grandchild_under_trace_is_stopped_and_named(
 ) -> None:
     script, pidfile = _detached(tmp_path)
     result = trace(TraceRequest(command=[PY, str(script), str(pidfile)], timeout=TIMEOUT))
-    data = result.to_json()
+    data = to_json(result)
     _assert_stopped_and_named(pidfile, data["left_running"], containment)
     assert any(f"pid {pidfile.read_text()}, `sleep 300`" in n for n in data["notes"])
 
@@ -99,7 +100,7 @@ def test_a_detached_grandchild_under_graph_is_stopped_and_named(
 ) -> None:
     script, pidfile = _detached(tmp_path)
     result = graph(GraphRequest(command=[PY, str(script), str(pidfile)], timeout=TIMEOUT))
-    _assert_stopped_and_named(pidfile, result.to_json()["left_running"], containment)
+    _assert_stopped_and_named(pidfile, to_json(result)["left_running"], containment)
 
 
 def test_a_detached_grandchild_under_stuck_is_stopped_and_named(
@@ -132,7 +133,7 @@ def test_a_detached_grandchild_under_ab_is_stopped_and_named(
         ),
         encoding="utf-8",
     )
-    data = compare(script, ws=None, python=PY, b=PY, rounds=1, timeout=TIMEOUT).to_json()
+    data = to_json(compare(script, ws=None, python=PY, b=PY, rounds=1, timeout=TIMEOUT))
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 4  # a warm-up and a counted run on each side
     assert not [p for p in started if _alive(p)]

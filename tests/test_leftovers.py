@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fixtures.user_state import marked_processes
 
+from onboard.jsonable import to_json
 from onboard.workflows.ab import compare
 from onboard.workflows.trace.autograd_graph import GraphRequest, graph
 from onboard.workflows.trace.profile import TraceRequest, trace
@@ -52,7 +53,7 @@ def test_trace_ends_with_the_program_and_names_what_it_left(
 ) -> None:
     script = _script(tmp_path, LEAVERS[kind])
     result = trace(TraceRequest(command=[PY, str(script)], timeout=TIMEOUT))
-    data = result.to_json()
+    data = to_json(result)
     left = data["left_running"]
     assert [entry["command"] for entry in left] == ["sleep 300"]
     assert any(f"pid {left[0]['pid']}, `sleep 300`" in note for note in data["notes"])
@@ -63,7 +64,7 @@ def test_trace_ends_with_the_program_and_names_what_it_left(
 def test_graph_ends_with_the_program_and_names_what_it_left(tmp_path: Path, mark: str) -> None:
     script = _script(tmp_path, LEAVERS["popen"])
     result = graph(GraphRequest(command=[PY, str(script)], timeout=TIMEOUT))
-    data = result.to_json()
+    data = to_json(result)
     assert [entry["command"] for entry in data["left_running"]] == ["sleep 300"]
     assert any("left 1 process running" in note for note in data["notes"])
     assert marked_processes(mark) == []
@@ -73,7 +74,7 @@ def test_a_daemon_thread_ends_with_its_process(tmp_path: Path, mark: str) -> Non
     result = trace(
         TraceRequest(command=[PY, str(_script(tmp_path, DAEMON_THREAD))], timeout=TIMEOUT)
     )
-    assert result.to_json()["left_running"] == []
+    assert to_json(result)["left_running"] == []
     assert not any("left" in note and "running" in note for note in result.notes)
     assert marked_processes(mark) == []
 
@@ -82,7 +83,7 @@ def test_ab_ends_each_run_with_the_script_and_names_what_it_left(tmp_path: Path,
     script = tmp_path / "bench.py"
     script.write_text(LEAVERS["popen"] + "print('answer=42')\n", encoding="utf-8")
     result = compare(script, ws=None, python=PY, b=PY, rounds=1, timeout=TIMEOUT)
-    data = result.to_json()
+    data = to_json(result)
     assert sorted(data["left_running"]) == ["A", "B"]
     for side in ("A", "B"):
         # one warm-up run and one counted run per side, each leaving its own `sleep`

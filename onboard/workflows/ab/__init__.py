@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard.errors import BadInput
+from onboard.jsonable import spec
 from onboard.proc import Leftover, left_note
 from onboard.report import Reporter
 from onboard.workflows.ab import runs, sides, startup, stats
@@ -51,14 +52,14 @@ def time_like(name: str) -> bool:
 @dataclass
 class Metric:
     name: str
-    a: list[float]
-    b: list[float]
-    result: stats.Comparison
+    # In JSON after the comparison's numbers (json_extra).
+    a: list[float] = field(metadata=spec(omit=True))
+    b: list[float] = field(metadata=spec(omit=True))
+    result: stats.Comparison = field(metadata=spec(omit=True))
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         r = self.result
         return {
-            "name": self.name,
             "median_a": r.median_a,
             "median_b": r.median_b,
             "ratio": r.ratio,
@@ -90,16 +91,18 @@ class ABResult:
     a: sides.Side
     b: sides.Side
     rounds: int = 0
-    budget: float = DEFAULT_BUDGET
+    budget: float = field(default=DEFAULT_BUDGET, metadata=spec(key="budget_s"))
     metrics: list[Metric] = field(default_factory=list)
-    same_output: bool | None = None
-    output_diff: str = ""
-    output_note: str = ""
+    # In JSON grouped as "outputs" and "environment" (json_extra).
+    same_output: bool | None = field(default=None, metadata=spec(omit=True))
+    output_diff: str = field(default="", metadata=spec(omit=True))
+    output_note: str = field(default="", metadata=spec(omit=True))
     noise: dict[str, Any] = field(default_factory=dict)
-    differences: list[str] = field(default_factory=list)  # besides the code (startup)
-    compiled: dict[str, list[int]] = field(default_factory=dict)
+    # besides the code (startup)
+    differences: list[str] = field(default_factory=list, metadata=spec(omit=True))
+    compiled: dict[str, list[int]] = field(default_factory=dict, metadata=spec(omit=True))
     notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = field(default=0.0, metadata=spec(digits=2))
     # side -> what the script's runs on it left running when they exited (stopped)
     left_running: dict[str, list[Leftover]] = field(default_factory=dict)
 
@@ -112,34 +115,21 @@ class ABResult:
         """1 when the outputs differ: a faster wrong answer is no improvement."""
         return 0 if self.ok else 1
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         return {
             "ok": self.ok,
-            "script": str(self.script),
-            "args": self.args,
-            "a": self.a.to_json(),
-            "b": self.b.to_json(),
-            "rounds": self.rounds,
             "warmup": 1,
-            "budget_s": self.budget,
             "outputs": {
                 "same": self.same_output,
                 "diff": self.output_diff,
                 "note": self.output_note,
             },
-            "metrics": [m.to_json() for m in self.metrics],
             "script_metrics": any(m.name not in _OWN for m in self.metrics),
-            "noise": self.noise,
             "environment": {
                 "same": not self.differences,
                 "differences": self.differences,
                 "compiled_a": self.compiled.get("A", []),
                 "compiled_b": self.compiled.get("B", []),
-            },
-            "notes": self.notes,
-            "seconds": round(self.seconds, 2),
-            "left_running": {
-                side: [p.to_json() for p in left] for side, left in self.left_running.items()
             },
         }
 

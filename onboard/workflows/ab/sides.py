@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onboard import git, proc, torchenv
+from onboard import git, jsonable, proc, torchenv
 from onboard.errors import BadInput, NoWorkspace, OnboardError
 from onboard.workflows.ab import startup, worktrees
 from onboard.workspace import Workspace
@@ -47,23 +47,12 @@ class Side:
     python: str
     what: str  # one line for the report
     # module -> [checkout file, installed file, search path, precompiled bytecode or None]
-    overlay: Path | None = None
-    modules: list[str] = field(default_factory=list)  # the overlaid modules
+    overlay: Path | None = field(default=None, metadata=jsonable.spec(omit=True))
+    # the overlaid modules (`spec` is a field here: the metadata's is jsonable's)
+    modules: list[str] = field(default_factory=list, metadata=jsonable.spec(key="overlaid_modules"))
     notes: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # set for this side's runs only
     interpreter: dict[str, object] = field(default_factory=dict)  # startup.interpreter()
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "label": self.label,
-            "spec": self.spec,
-            "python": self.python,
-            "what": self.what,
-            "overlaid_modules": self.modules,
-            "notes": self.notes,
-            "env": self.env,
-            "interpreter": self.interpreter,
-        }
 
 
 def check_spec(text: str) -> str:
