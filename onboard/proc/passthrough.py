@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from onboard.proc import contain
 from onboard.proc.spawn import GRACE_SECONDS, new_token, spawn, stop_group
@@ -19,16 +19,23 @@ class Passthrough:
     program. Its environment is the user's own (no ``LC_ALL=C``), marked like every
     child; it runs contained (``contain.Group``), so that ``end`` stops and names what
     it left running, whatever that did to its environment, session or parent. Its
-    output is never held: it goes where the terminal shows it."""
+    output is never held: it goes where the terminal shows it. ``extra_env``: what a
+    command adds to the user's environment (`compile`'s TORCH_TRACE folder)."""
 
-    def __init__(self, args: Sequence[str], *, stdout_to_stderr: bool = False) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        stdout_to_stderr: bool = False,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
         self.argv = list(args)
         token = new_token()
         self._group = contain.Group(shlex.join(self.argv), token)
         try:
             self._popen, self._child = spawn(
                 self.argv,
-                env=os.environ,
+                env={**os.environ, **(extra_env or {})},
                 stdout=sys.stderr.fileno() if stdout_to_stderr else None,
                 token=token,
                 preexec_fn=self._group.preexec,
