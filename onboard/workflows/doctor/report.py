@@ -1,11 +1,12 @@
 """The doctor's result: the probed facts and the findings (drawn by
-``onboard/views/doctor.py``; ``to_json`` for --json)."""
+``onboard/views/doctor.py``; ``onboard.jsonable.to_json`` for --json)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from onboard.jsonable import spec
 from onboard.torchenv import TorchEnv
 
 ERROR = "error"
@@ -49,23 +50,13 @@ class Finding:
     def needs_action(self) -> bool:
         return self.severity in NEEDS_ACTION
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "title": self.title,
-            "why": self.why,
-            "fix": self.fix,
-            "details": list(self.details),
-        }
-
 
 @dataclass(frozen=True)
 class DoctorReport:
-    env: TorchEnv
+    env: TorchEnv = field(metadata=spec(omit=True))  # what JSON needs of it is in facts
     facts: dict[str, Any]
     findings: tuple[Finding, ...]
-    workspace: dict[str, Any] | None = None
+    workspace: dict[str, Any] | None = field(default=None, metadata=spec(omit=True))
 
     @property
     def ok(self) -> bool:
@@ -78,12 +69,8 @@ class DoctorReport:
     def finding(self, finding_id: str) -> Finding | None:
         return next((f for f in self.findings if f.id == finding_id), None)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "facts": self.facts,
-            "findings": [f.to_json() for f in self.findings],
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"ok": self.ok}
 
     def rows(self) -> list[tuple[str, str]]:
         return fact_rows(self.facts)
