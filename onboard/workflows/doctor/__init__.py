@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlparse
 
 from onboard import git, torchenv
 from onboard.errors import BadInput
+from onboard.jsonable import to_json
 from onboard.report import Reporter
 from onboard.shell import quote
 from onboard.torchenv import TorchEnv
@@ -120,7 +121,7 @@ def diagnose(
             found.add(shadow)
     found.add(*_source_trees(env, Path(where)))
     if env.torch is not None:
-        found.add(*_runtime(env))
+        found.add(*_runtime(env, workspace))
         found.add(*_commit(env))
     facts = build_facts(env)
     if import_module is not None or command is not None:
@@ -133,7 +134,7 @@ def diagnose(
             assert command is not None
             reporter.step(f"Running {' '.join(command)}")
             attempt = extension.attempt_command(command, where, env.sys_path)
-        facts["extension"] = attempt.to_json()
+        facts["extension"] = to_json(attempt)
         found.add(*extension.explain(env, attempt, python, where))
     ws_facts = None
     if workspace is not None:
@@ -385,22 +386,12 @@ def _built_git_version(root: Path) -> str | None:
 # --- runtime: numpy, CUDA ---------------------------------------------------------
 
 
-def _runtime(env: TorchEnv) -> list[Finding]:
+def _runtime(env: TorchEnv, workspace: Workspace | None) -> list[Finding]:
     t = env.torch
     assert t is not None
-    exe = env.python.executable
     findings = []
     if env.numpy is None:
-        findings.append(
-            Finding(
-                "numpy-missing",
-                WARNING,
-                "numpy is not installed next to torch",
-                "torch imports without it but warns `Failed to initialize NumPy`, and "
-                "Tensor.numpy(), torch.from_numpy() and much of the test suite fail.",
-                f"`{quote(exe)} -m pip install numpy`",
-            )
-        )
+        findings.append(_numpy_missing(env, workspace))
     gpu_build = t.cuda or t.hip
     if gpu_build and not t.cuda_available:
         kind = f"CUDA {t.cuda}" if t.cuda else f"ROCm {t.hip}"
@@ -424,6 +415,51 @@ def _runtime(env: TorchEnv) -> list[Finding]:
             )
         )
     return findings
+
+
+def _numpy_missing(env: TorchEnv, workspace: Workspace | None) -> Finding:
+    """numpy is optional for torch: a note, not a failure of the setup (the first
+    `onboard doctor` of everyone who ran only `pip install torch` would exit 1), unless
+    the workspace holds ops `onboard new-op` made, whose tests `onboard verify` runs."""
+    from onboard.workflows.newop import manifest
+
+    ops = manifest.names(workspace.root) if workspace is not None else []
+    exe = quote(env.python.executable)
+    install = f"`{exe} -m pip install numpy`"
+    if not _on_path(env, "pip"):
+        # `python -m pip` fails in a venv made with --without-pip; ensurepip adds pip first.
+        install = (
+            f"`{exe} -m ensurepip && {exe} -m pip install numpy` (this interpreter has no pip)"
+            if _on_path(env, "ensurepip")
+            else f"install numpy with the tool that made {exe} (it has neither pip nor ensurepip)"
+        )
+    why = (
+        "torch imports without it but warns `Failed to initialize NumPy`; Tensor.numpy(), "
+        "torch.from_numpy() and PyTorch's test suite need it, and so do the tests `onboard "
+        "new-op` writes (torch/testing/_internal/common_utils.py imports numpy), which "
+        "`onboard verify` runs."
+    )
+    if ops:
+        return Finding(
+            "numpy-missing",
+            WARNING,
+            f"numpy is not installed next to torch, and `onboard verify` needs it for "
+            f"{', '.join(ops)}",
+            f"{why} This workspace has ops made by `onboard new-op`: {', '.join(ops)}.",
+            f"{install[0].upper()}{install[1:]}.",
+        )
+    return Finding(
+        "numpy-missing",
+        INFO,
+        "numpy is not installed next to torch (optional)",
+        f"{why} Nothing else onboard does needs it.",
+        f"Before `onboard new-op`, or if your code uses it: {install}.",
+    )
+
+
+def _on_path(env: TorchEnv, package: str) -> bool:
+    """Whether a package (a folder with __init__.py) is on the interpreter's sys.path."""
+    return any((Path(entry) / package / "__init__.py").is_file() for entry in env.sys_path)
 
 
 def _commit(env: TorchEnv) -> list[Finding]:

@@ -24,6 +24,7 @@ from typing import Any
 from onboard import linkage as elf
 from onboard import proc
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 from onboard.shell import quote
 from onboard.torchenv import TorchEnv
 from onboard.workflows.doctor import import_failure
@@ -36,33 +37,31 @@ _TORCH_REQ = re.compile(r"^torch(?![\w-])")
 _LOADER_OBJECT = re.compile(r"(/[^\s:]+\.so[\w.]*)")
 
 
+def _unquoted(what: str) -> str:
+    return what.strip("`")
+
+
 @dataclass
 class ImportAttempt:
     """One try at loading an extension, and the compiled files that could be it."""
 
-    what: str  # "`import ext_abi`" or "`python use_ext.py`", as the findings quote it
+    # "`import ext_abi`" or "`python use_ext.py`", as the findings quote it (JSON: unquoted)
+    what: str = field(metadata=spec(convert=_unquoted))
     module: str | None
     ok: bool
-    error_type: str | None = None
-    message: str = ""
-    traceback: str = ""
+    # In JSON one "error" {type, message}, null when it worked (json_extra).
+    error_type: str | None = field(default=None, metadata=spec(omit=True))
+    message: str = field(default="", metadata=spec(omit=True))
+    traceback: str = field(default="", metadata=spec(omit=True))
     returncode: int | None = None
     origin: str | None = None
     files: list[str] = field(default_factory=list)
     distribution: dict[str, Any] | None = None
-    torch_error: dict[str, Any] | None = None
+    torch_error: dict[str, Any] | None = field(default=None, metadata=spec(omit=True))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "what": self.what.strip("`"),
-            "module": self.module,
-            "ok": self.ok,
-            "error": {"type": self.error_type, "message": self.message} if not self.ok else None,
-            "returncode": self.returncode,
-            "origin": self.origin,
-            "files": self.files,
-            "distribution": self.distribution,
-        }
+    def json_extra(self) -> dict[str, object]:
+        failed = {"type": self.error_type, "message": self.message}
+        return {"error": None if self.ok else failed}
 
     def summary(self) -> str:
         head = self.what.strip("`")
