@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from onboard import git
 from onboard.errors import BadInput
+from onboard.jsonable import spec
 from onboard.workflows.newop import family as families
 from onboard.workflows.newop import names, sites
 
@@ -36,14 +37,9 @@ class Snippet:
     text: str
     url: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "what": self.what,
-            "text": self.text,
-            "url": self.url,
-        }
+
+def _links(links: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"what": w, "url": u} for w, u in links]
 
 
 @dataclass
@@ -56,25 +52,16 @@ class RevealResult:
     commit: str | None
     source: str
     snippets: list[Snippet] = field(default_factory=list)
-    links: list[tuple[str, str]] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list, metadata=spec(convert=_links))
     notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = field(default=0.0, metadata=spec(digits=3))
 
     @property
     def exit_code(self) -> int:
         return 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": True,
-            "name": self.name,
-            "commit": self.commit,
-            "source": self.source,
-            "snippets": [s.to_json() for s in self.snippets],
-            "links": [{"what": w, "url": u} for w, u in self.links],
-            "notes": list(self.notes),
-            "seconds": round(self.seconds, 3),
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"ok": True}
 
 
 def _patterns(name: str) -> list[tuple[str, str]]:

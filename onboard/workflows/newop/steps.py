@@ -13,9 +13,9 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from onboard import proc
+from onboard.jsonable import spec
 
 PASSED = "passed"
 FAILED = "failed"
@@ -28,18 +28,8 @@ class Step:
     status: str
     detail: str
     location: str | None = None  # "path:line" to look at
-    seconds: float = 0.0
+    seconds: float = field(default=0.0, metadata=spec(digits=2))
     cached: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "detail": self.detail,
-            "location": self.location,
-            "seconds": round(self.seconds, 2),
-            "cached": self.cached,
-        }
 
 
 @dataclass
@@ -49,19 +39,14 @@ class OpVerification:
 
     op: str
     steps: list[Step] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = field(default=0.0, metadata=spec(digits=2))
 
     @property
     def ok(self) -> bool:
         return not any(s.status == FAILED for s in self.steps)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "ok": self.ok,
-            "steps": [s.to_json() for s in self.steps],
-            "seconds": round(self.seconds, 2),
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"ok": self.ok}
 
 
 def fingerprint(*parts: object) -> str:
