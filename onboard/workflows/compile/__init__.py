@@ -13,6 +13,7 @@ ops and compile time per function); the answer is a ``CompileResult`` (``result`
 
 from __future__ import annotations
 
+import os
 import shlex
 import tempfile
 import time
@@ -79,6 +80,11 @@ def compile_program(
         )
     shown = shlex.join(argv)
     result = CompileResult(command=shown, backend=request.backend)
+    if os.environ.get("TORCH_TRACE"):
+        result.notes.append(
+            f"TORCH_TRACE={os.environ['TORCH_TRACE']} was set: this run traced into onboard's "
+            "own folder instead (nothing was written to yours)."
+        )
     with tempfile.TemporaryDirectory(prefix="onboard-compile-") as folder:
         env = {"TORCH_TRACE": folder}
         if request.backend:
