@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from onboard import ide, linkage, workspace
 from onboard.crash import run_cli
 from onboard.jsonable import to_json
@@ -126,13 +128,13 @@ def test_verify_result_counts_each_status_and_reads_back(tmp_path: Path) -> None
 
 
 def test_an_expected_failure_with_json_is_one_error_object(
-    tmp_path: Path, capsys: object, monkeypatch: object
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from onboard.cli import cli
 
     missing = tmp_path / "nowhere"
     code = run_cli(cli, ["verify", "--workspace", str(missing), "--json"])
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    out = capsys.readouterr().out
     data = json.loads(out)
     assert data["ok"] is False and code == data["error"]["exit_code"] != 0
     assert set(data["error"]) == {"kind", "message", "next_step", "exit_code"}
