@@ -37,8 +37,18 @@ def switch_new_branch(repo: PathLike, branch: str) -> str | None:
 
     A post-checkout hook's exit status becomes checkout's (githooks(5)): when
     git did switch and only the user's hook failed, its output is returned
-    instead of an error, for the command to report."""
-    result = core.git(repo, "checkout", "-q", "-b", branch, check=False)
+    instead of an error, for the command to report.
+
+    HEAD's reflog gets git's own "checkout: moving from OLD to BRANCH" (onboard's
+    name after it): ``git switch -`` and ``@{-1}`` find the branch the user was on
+    only by that prefix, which GIT_REFLOG_ACTION alone would replace."""
+    old = refs.current_branch(repo) or refs.head_sha(repo) or "(invalid)"
+    action = f"checkout: moving from {old} to {branch}"
+    if core.acting_as:
+        action += f" ({core.acting_as[-1]})"
+    result = core.git(
+        repo, "checkout", "-q", "-b", branch, check=False, extra_env={"GIT_REFLOG_ACTION": action}
+    )
     if result.returncode == 0:
         return None
     if refs.current_branch(repo) == branch:

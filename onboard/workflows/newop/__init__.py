@@ -125,8 +125,8 @@ def scaffold(
 
     reporter = reporter or Reporter()
     start = time.monotonic()
-    names.check_shape(name)
     checkout = ws.checkout_path
+    names.check_shape(name, checkout)
     yaml_path = checkout / names.NATIVE_YAML
     if not yaml_path.is_file():
         raise OnboardError(

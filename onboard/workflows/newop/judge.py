@@ -204,9 +204,10 @@ def oracle_numerics(
     for entry in bad[:3]:
         head = f"{entry['dtype']}, {entry['differing']} values differ: "
         shown.append(head + "; ".join(entry["shown"][:2]))
+    # Every dtype that differs is named; the examples stop at three.
     detail = (
         f"{len(bad)} of {len(judged)} dtypes differ from {oracle} "
-        f"(input -> expected -> got): " + " | ".join(shown)
+        f"({', '.join(e['dtype'] for e in bad)}; input -> expected -> got): " + " | ".join(shown)
     )
     placeholder = placeholder_line(checkout / cpu, manifest)
     if placeholder is not None:

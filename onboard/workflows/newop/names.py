@@ -143,8 +143,10 @@ class Definition:
         return text
 
 
-def check_shape(name: str) -> None:
-    """Refuse a name torchgen or the C++/Python APIs cannot take (BadInput, exit 2)."""
+def check_shape(name: str, checkout: Path | None = None) -> None:
+    """Refuse a name torchgen or the C++/Python APIs cannot take (BadInput, exit 2);
+    ``checkout``: the one new-op would write in, whose ops the advice on a name ending
+    in `_` takes into account."""
     hint = "Pick a lowercase snake_case name such as `my_frac` and run `onboard new-op NAME` again."
     if not name:
         raise BadInput("The op name is empty.", next_step=hint)
@@ -166,7 +168,7 @@ def check_shape(name: str) -> None:
         raise BadInput(
             f"`{name}` ends in `_`, which torchgen reads as the in-place variant of "
             f"`{name.rstrip('_')}`; new-op writes the in-place variant itself.",
-            next_step=f"Pass the base name: `onboard new-op {name.rstrip('_')}`.",
+            next_step=_in_place_next_step(name.rstrip("_"), checkout),
         )
     if not _SNAKE_RE.match(name):
         raise BadInput(
@@ -189,6 +191,36 @@ def check_shape(name: str) -> None:
             "namespace).",
             next_step=f"Pick another name, e.g. `onboard new-op my_{name}`.",
         )
+
+
+def _in_place_next_step(base: str, checkout: Path | None) -> str:
+    """A command new-op accepts for a name that ended in `_`: the base name when it is
+    free or can be practised on, else a free name (aten::relu exists, and practice
+    refuses it: it is not a structured pointwise op)."""
+    if checkout is None or not (checkout / NATIVE_YAML).is_file():
+        return f"Pass the base name: `onboard new-op {base}`."
+    text = (checkout / NATIVE_YAML).read_text("utf-8")
+    ops = existing_ops(text)
+    if base not in ops:
+        return f"Pass the base name: `onboard new-op {base}`."
+    from onboard.workflows.newop import family
+
+    try:
+        kind, _blocks = family.pattern_of(text, base, practice=True)
+    except BadInput as exc:
+        refused = exc.message  # "aten::relu exists, but practice works on ... only: ..."
+    else:
+        if family.stub_declaration(checkout, base, family.default(kind)) is not None:
+            return f"aten::{base} exists: practise writing its kernel with `onboard new-op {base}`."
+        refused = (
+            f"aten::{base} exists, but its kernel is not a DispatchStub kernel practice can "
+            "take out."
+        )
+    fresh = practice_name(base, set(ops))
+    return (
+        f"{refused} For a new op, pick a name of its own: `onboard new-op {fresh}`; to "
+        f"practise, pick an op practice takes, e.g. {family.PRACTICE_EXAMPLES}."
+    )
 
 
 # PyTorch's longest op name has 57 characters, and its build names files after
