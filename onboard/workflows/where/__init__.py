@@ -124,8 +124,9 @@ def _read_tree(ctx: TreeContext) -> YamlIndex:
 def _not_seen(ctx: TreeContext, result: WhereResult) -> None:
     """What this tree cannot show: kernel bodies of a reference tree, missing files."""
     if ctx.ws.is_reference:
+        # limitation() says "<what> needs a full checkout": a singular subject.
         limit = ctx.ws.limitation(
-            "The kernel bodies (TORCH_META_FUNC / TORCH_IMPL_FUNC and the "
+            "Showing the kernel bodies (TORCH_META_FUNC / TORCH_IMPL_FUNC and the "
             "per-device stub kernels in .cpp/.cu files)"
         )
         if limit:
