@@ -181,9 +181,13 @@ def parse(
         raise BadInput(f"`{shlex.join(command)}` names no script.", next_step=usage)
     script = words.pop(0)
     if not Path(script).is_file():
+        # A relative path is looked up in the current folder; an absolute one is itself.
+        where = "" if Path(script).is_absolute() else f" (looked in {Path.cwd()})"
+        state = "is a folder, not a script" if Path(script).is_dir() else "does not exist"
         raise BadInput(
-            f"The script {script} does not exist (looked in {Path.cwd()}).",
-            next_step="Check the path, or run onboard from the script's folder.",
+            f"The script {script} {state}{where}.",
+            next_step="Check the path"
+            + ("." if Path(script).is_absolute() else ", or run onboard from the script's folder."),
         )
     return Program("script", script, tuple(words), exe, tuple(options), shlex.join(command))
 
