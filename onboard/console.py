@@ -256,11 +256,11 @@ class _LineTask(Task):
                     f"({self._elapsed()})"
                 )
 
-    def close(self, failed: bool) -> None:
+    def close(self, word: str) -> None:
+        """``word``: done, failed (an error ended it) or stopped (interrupted)."""
         self._stop.set()
         self._heart.join()
         done = f", {self._completed:g}/{self._total:g}" if self._total else ""
-        word = "stopped" if failed else "done"
         self._say(f"  {self._description}: {word} in {self._elapsed()}{done}")
 
 
@@ -350,12 +350,15 @@ class RichReporter(Reporter):
             return
         if not self._err().is_terminal:
             lines = _LineTask(self._err(), description, total)
-            failed = True
+            word = "stopped"  # Ctrl-C or a signal (onboard.signals raises KeyboardInterrupt)
             try:
                 yield lines
-                failed = False
+                word = "done"
+            except Exception:
+                word = "failed"
+                raise
             finally:
-                lines.close(failed)
+                lines.close(word)
             return
         from rich.progress import (
             BarColumn,

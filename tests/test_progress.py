@@ -54,7 +54,7 @@ def test_a_task_off_a_terminal_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -
     assert lines[-1].startswith("  reading [the] files: done in ") and lines[-1].endswith("8/8")
     assert "\x1b[" not in out.getvalue()  # no terminal codes in a log
 
-    # A silent wait says it is still working; a failure says the task stopped.
+    # A silent wait says it is still working; an error says the task failed.
     monkeypatch.setattr(_LineTask, "HEARTBEAT_S", 0.05)
     said = _Said("still working")
     reporter, out = _reporter(out=said)
@@ -63,7 +63,12 @@ def test_a_task_off_a_terminal_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -
         raise RuntimeError("boom")
     text = out.getvalue()
     assert "  regenerating: still working (" in text
-    assert text.splitlines()[-1].startswith("  regenerating: stopped in ")
+    assert text.splitlines()[-1].startswith("  regenerating: failed in ")
+    # Ctrl-C (or a signal onboard turns into KeyboardInterrupt) stops it, not fails it.
+    reporter, out = _reporter()
+    with pytest.raises(KeyboardInterrupt), reporter.task("regenerating"):
+        raise KeyboardInterrupt
+    assert out.getvalue().splitlines()[-1].startswith("  regenerating: stopped in ")
 
 
 def test_steps_and_details_are_text_not_markup() -> None:

@@ -510,11 +510,12 @@ def test_unwritable_destination_is_bad_input_and_leaves_nothing(
         raise OSError(errno.EROFS, "Read-only file system", str(parent / name))
 
     monkeypatch.setattr(staging, "make", read_only)
-    dest = tmp_path / "a" / "b" / "ws"
+    dest = tmp_path / "ws"
     with pytest.raises(BadInput, match="Read-only file system") as info:
         setup(dest, from_wheel=True)
     assert "onboard setup NEW_DIR --from-wheel" in (info.value.next_step or "")
-    assert not (tmp_path / "a").exists()  # the parents it made are gone again
+    assert not dest.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ws.")]  # no lock, no staging
 
 
 def test_a_link_that_cannot_be_renamed_is_named_not_blamed_on_disk_space(

@@ -108,12 +108,13 @@ def test_commit_the_remote_lacks_is_named(served: tuple[RepoInfo, str], tmp_path
 
 
 def test_closed_port_fails_fast_and_leaves_nothing(tmp_path: Path) -> None:
-    dest = tmp_path / "deep" / "ws"  # parents created by setup are removed again
+    dest = tmp_path / "ws"
     with pytest.raises(OnboardError) as info:
         setup(dest, remote=closed_port_url(), commit="a" * 40, fetch_timeout=30)
     assert "--from-wheel" in (info.value.next_step or "")
     assert "--remote" in (info.value.next_step or "")
-    assert not (tmp_path / "deep").exists()
+    assert not dest.exists()
+    assert _leftovers(tmp_path) == []
 
 
 def test_silent_server_is_bounded_by_fetch_timeout(tmp_path: Path) -> None:

@@ -121,26 +121,27 @@ def fetch(
                 "`--remote URL`, allow more time with `--fetch-timeout SECONDS`, or run "
                 "`onboard setup DIR --from-wheel` for an offline reference tree.",
             ) from None
-    stats.fetches.append(refspec)
-    stats.objects += outcome.objects
-    if outcome.bytes_received is not None:
-        stats.bytes_received = (stats.bytes_received or 0) + outcome.bytes_received
-    if not outcome.ok:
-        error = outcome.last_error()
-        text = " ".join([*outcome.error_lines, *outcome.other_lines]).lower()
-        if any(marker in text for marker in _MISSING_OBJECT):
+        stats.fetches.append(refspec)
+        stats.objects += outcome.objects
+        if outcome.bytes_received is not None:
+            stats.bytes_received = (stats.bytes_received or 0) + outcome.bytes_received
+        # Inside the task: a fetch git gave up on ends as failed, not as done.
+        if not outcome.ok:
+            error = outcome.last_error()
+            text = " ".join([*outcome.error_lines, *outcome.other_lines]).lower()
+            if any(marker in text for marker in _MISSING_OBJECT):
+                raise OnboardError(
+                    f"The remote {remote} does not have commit {refspec} ({error}). A local or "
+                    "patched build, or a commit only in a private fork, is not on a public "
+                    "mirror.",
+                    next_step="Pass the remote that has it with `--remote URL`, a commit it "
+                    "does have with `--commit SHA`, or run `onboard setup DIR --from-wheel`.",
+                )
             raise OnboardError(
-                f"The remote {remote} does not have commit {refspec} ({error}). A local or "
-                "patched build, or a commit only in a private fork, is not on a public "
-                "mirror.",
-                next_step="Pass the remote that has it with `--remote URL`, a commit it does "
-                "have with `--commit SHA`, or run `onboard setup DIR --from-wheel`.",
+                f"Could not fetch {label} from {remote}: {error}",
+                next_step="Check the URL and your network, pass a reachable mirror with "
+                "`--remote URL`, or run `onboard setup DIR --from-wheel` (offline, seconds).",
             )
-        raise OnboardError(
-            f"Could not fetch {label} from {remote}: {error}",
-            next_step="Check the URL and your network, pass a reachable mirror with "
-            "`--remote URL`, or run `onboard setup DIR --from-wheel` (offline, seconds).",
-        )
     sha = git.refs.rev_parse(repo, refspec if _FULL_SHA.match(refspec) else "FETCH_HEAD")
     if sha is None:
         raise OnboardError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from onboard import git, pathnames, workspace
@@ -61,11 +62,26 @@ def check_name_room(root: Path) -> None:
 
 
 def existing_workspace(root: Path) -> workspace.Workspace | None:
-    """The workspace already in DIR (None: DIR is new or empty); any other folder is refused."""
+    """The workspace already in DIR (None: DIR is new or empty); any other folder is refused,
+    and so is a new DIR whose parent folder is missing."""
     if root.exists() and not root.is_dir():
         raise BadInput(
             f"{root} exists and is not a folder.",
             next_step="Pick a new folder: `onboard setup DIR`.",
+        )
+    if not root.exists() and not root.parent.is_dir():
+        # Like mkdir without -p: a typo in a folder above DIR (~/pt-ws/ws for ~/pt-ws2/ws)
+        # would otherwise become a tree of new folders, made silently.
+        missing = root.parent
+        while not missing.parent.exists():
+            missing = missing.parent
+        what = "is not a folder" if missing.exists() else "does not exist"
+        raise BadInput(
+            f"onboard makes the workspace folder {root.name} itself, but not the folders above "
+            f"it: {missing} {what}.",
+            next_step=f"Check the path; if it is right, make the folder above first "
+            f"(`mkdir -p {shlex.quote(str(root.parent))}`) and run the same `onboard setup` "
+            "again.",
         )
     if (root / workspace.CONFIG_NAME).is_file():
         return workspace.load_for_writing(root)
