@@ -950,7 +950,8 @@ def test_repo_option_that_is_not_a_repository_is_bad_input(
     code = run_cli(cli, ["bisect", str(repro), "--good", "v1", "--repo", str(repo), "--json"])
     assert code == 2
     error = json.loads(capsys.readouterr().out)["error"]
-    assert error["message"] == f"--repo {repo} {words}."
+    lead = "No repository to bisect: " if where == "plain" else ""
+    assert error["message"] == f"{lead}--repo {repo} {words}."
     assert "PyTorch checkout" in error["next_step"]
 
 

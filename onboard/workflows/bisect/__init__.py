@@ -87,13 +87,31 @@ def terms_from(term_old: str | None, term_new: str | None) -> Terms:
     return Terms(term_old, term_new)
 
 
+_NO_REPO_NEXT = (
+    "Pass --repo with the path of your PyTorch checkout (a git clone with the history to "
+    "bisect), run inside your workspace (or pass --workspace), or run `onboard setup DIR` "
+    "to make one."
+)
+
+
+def _no_repository(path: Path, named: str) -> OnboardError:
+    """One paragraph (exit 2) for a folder outside any git repository, however it was
+    given: --repo, or the current folder."""
+    refused = git.repository.refusal(path, usage=True)  # a repository git refuses: why
+    if refused is not None:
+        return refused
+    return BadInput(
+        f"No repository to bisect: {named} {path} is not inside a git repository.",
+        next_step=_NO_REPO_NEXT,
+    )
+
+
 def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool) -> Path | None:
     if repo:
-        return git.repository.named_root(
-            repo,
-            next_step="Pass the path of your PyTorch checkout (a git clone with the "
-            "history to bisect), or run `onboard setup DIR` to make one.",
-        )
+        path = Path(repo).expanduser()
+        if path.is_dir() and not git.repository.is_repo(path):
+            raise _no_repository(path, "--repo")
+        return git.repository.named_root(repo, next_step=_NO_REPO_NEXT)
     if ws is not None:
         if ws.is_reference and wheels:
             return None  # a release bisect needs no checkout; run_bisect says why it stops there
@@ -107,11 +125,8 @@ def _resolve_repo(repo: str | None, ws: workspace.Workspace | None, wheels: bool
         return git.repository.get_root(Path.cwd())
     if wheels:
         return None
-    raise OnboardError(
-        f"No repository to bisect: {Path.cwd()} is not inside a git checkout and no onboard "
-        "workspace was found.",
-        next_step="Pass --repo /path/to/pytorch, run inside your workspace, or pass --workspace.",
-    )
+    # No onboard workspace was found either (workspace.find looked from here).
+    raise _no_repository(Path.cwd(), "the current folder")
 
 
 def _resolve_rev(repo: Path, ref: str, flag: str) -> str:
