@@ -69,8 +69,9 @@ def reviews(targets: tuple[str, ...], md: bool, as_json: bool, verbose: bool, **
     it; everything then works with --offline. Nobody is ever mentioned or asked
     for review.
 
-    Exit status: 0 answered (notes say what was missing), 1 no history or a sync
-    that could not fetch everything (what it fetched is kept), 2 bad arguments.
+    Exit status: 0 answered (notes say what was missing), 1 no history, every
+    request to GitHub for it failed, or a sync that could not fetch everything
+    (what it fetched is kept), 2 bad arguments.
 
     \b
     Examples:

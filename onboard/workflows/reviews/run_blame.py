@@ -58,6 +58,13 @@ def blame(
     )  # fmt: skip
     tree = ctx.tree
     path = repo_path(tree, name)
+    # The range first: a line past the end is wrong in any tree, a reference tree too.
+    total = line_count(tree, path)
+    if end > total:
+        raise BadInput(
+            f"{path} has {total} line(s); line {end} is beyond its end.",
+            next_step=f"Pick lines from 1 to {total}, e.g. `onboard blame {quote(path)}:{total}`.",
+        )
     if tree.is_reference:
         raise OnboardError(
             "Blame needs git history, and this workspace holds the reference tree rebuilt "
@@ -65,12 +72,6 @@ def blame(
             "one change at a time).",
             next_step=f"`onboard reviews {quote(path)}` lists the pull requests that changed "
             "the file (from GitHub's API); for blame, make a clone: `onboard setup NEW_DIR`.",
-        )
-    total = line_count(tree, path)
-    if end > total:
-        raise BadInput(
-            f"{path} has {total} line(s); line {end} is beyond its end.",
-            next_step=f"Pick lines from 1 to {total}, e.g. `onboard blame {quote(path)}:{total}`.",
         )
     state = history.ensure(tree, since, offline=offline, reporter=reporter)
     if state.kind == "shallow" and tree.kind == "clone":

@@ -98,6 +98,30 @@ def _landed(
     return history.merge(groups, limit), texts, problems
 
 
+def _check_answered(
+    ctx: Context,
+    targets: list[Target],
+    state: history.HistoryState,
+    changes: list[Landed],
+    problems: list[str],
+) -> None:
+    """Without history here (the reference tree) the files' commits come from GitHub:
+    when every one of those requests failed there is no answer, not an empty one
+    ("none in this history" would say the files were never changed)."""
+    if state.kind != "none" or changes or len(problems) < len(targets):
+        return
+    stats = ctx.source.stats
+    if not stats.requests:
+        return  # nothing was sent (--offline, an unknown commit): the notes say why
+    raise OnboardError(
+        f"Every request to GitHub for the files' history failed ({stats.requests} "
+        f"request(s)), so there is nothing to show. The first error: {problems[0]}",
+        next_step="Check the network and GitHub's status (https://www.githubstatus.com), or "
+        "pass a reachable API with --api-url, then run the command again; what is fetched is "
+        "kept. A clone (`onboard setup NEW_DIR`) reads the history from git instead.",
+    )
+
+
 def _entry_texts(ctx: Context, target: Target) -> set[str]:
     """The lines of an op's entries in a registry file, as the file is now."""
     try:
@@ -184,6 +208,7 @@ def reviews(
         raise BadInput("The branch changes no file that is still there.", next_step=_NO_TARGETS)
     state = _history(ctx, since, offline, reporter, names)
     changes, texts, problems = _landed(ctx, targets, state, since, limit)
+    _check_answered(ctx, targets, state, changes, problems)
     result = ReviewsResult(
         mode=mode, query=names, checkout=ctx.checkout(), history=state, reviewer=reviewer,
         since=since, limit=limit, offline=offline,
@@ -291,6 +316,7 @@ def sync(
     _mode, targets = _targets(ctx, names, workspace, base, reporter)
     state = history.ensure(ctx.tree, since, offline=False, reporter=reporter)
     changes, _texts, problems = _landed(ctx, targets, state, since, limit)
+    _check_answered(ctx, targets, state, changes, problems)
     if ctx.tree.is_reference and ctx.tree.commit:
         for path in (merge_rules.PATH, *codeowners.PATHS[:1]):
             ctx.source.file_text(path, ctx.tree.commit)
