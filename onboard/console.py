@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO, cast
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from onboard.report import Reporter, Task
 
@@ -27,12 +27,6 @@ def escape(text: str) -> str:
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-
-class ResultLike(Protocol):
-    def to_json(self) -> dict[str, Any]: ...
-
-    def render(self, console: Console, verbose: bool) -> None: ...
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -147,12 +141,8 @@ def redacted_output() -> Iterator[None]:
         redact.forget()
 
 
-class JsonLike(Protocol):
-    def to_json(self) -> dict[str, Any]: ...
-
-
 def emit_view(
-    result: JsonLike,
+    result: object,
     view: Any,
     *,
     as_json: bool,
@@ -166,14 +156,6 @@ def emit_view(
         sys.stdout.flush()
     else:
         view(result, stdout_console(), verbose)
-
-
-def emit(result: ResultLike, *, as_json: bool, verbose: bool = False) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
-        sys.stdout.flush()
-    else:
-        result.render(stdout_console(), verbose)
 
 
 def status_table(title: str, rows: list[tuple[str, str, str]]) -> Any:

@@ -67,8 +67,6 @@ class Finished(Protocol):
     @property
     def exit_code(self) -> int: ...
 
-    def to_json(self) -> dict[str, Any]: ...
-
 
 def finish(result: Finished, view: Callable[..., None], as_json: bool, verbose: bool) -> int:
     """Print ``result`` (its JSON, or ``view(result, console, verbose)``) and return the
