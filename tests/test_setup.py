@@ -23,6 +23,7 @@ from opsource_helpers import installed_commit, installed_version
 from onboard import git, ide, torchenv, workspace
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import to_json
 from onboard.report import Reporter
 from onboard.workflows import reference_tree, verify
 from onboard.workflows.setup import SetupResult, setup
@@ -63,7 +64,7 @@ def wheel_setup(
     reporter = Reporter()
     try:
         result = setup(root, from_wheel=True, reporter=reporter)
-        WHEEL_RESULT.update(result.to_json())
+        WHEEL_RESULT.update(to_json(result))
     finally:
         mp.undo()
     return root, result, reporter.messages
@@ -197,7 +198,7 @@ def test_ide_files_map_the_build_prefix(wheel_ws: Path, probed: torchenv.TorchEn
 def test_verify_checks_pass_in_process(wheel_ws: Path, fast_probe: torchenv.TorchEnv) -> None:
     result = verify.run_checks(workspace.load(wheel_ws))
     by_name = {c.name: c for c in result.checks}
-    assert result.ok, result.to_json()
+    assert result.ok, to_json(result)
     assert by_name["checkout is the installed commit"].status == verify.PASSED
     prefix = by_name["build prefix maps to real files"]
     assert prefix.status == verify.PASSED

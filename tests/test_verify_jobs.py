@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from test_new_op import make_workspace
 
+from onboard.jsonable import to_json
 from onboard.report import CHECK_LINE, LineReporter, Reporter
 from onboard.workflows.newop import jobs
 
@@ -119,7 +120,7 @@ def test_onboard_verify_shows_each_check_the_session_reports(
         on_line("onboard: passed: aten::my_frac: nvcc (12.5 s)")
         report = ws.root / verify.REPORT_PATH
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(json.dumps(verify.VerifyResult(ws.root).to_json()))
+        report.write_text(json.dumps(to_json(verify.VerifyResult(ws.root))))
         return 0
 
     monkeypatch.setattr(proc, "stream", fake_stream)
@@ -261,7 +262,7 @@ def test_a_verify_that_read_a_changing_checkout_says_so_and_passes_nothing(
     assert verify.PASSED not in {c.status for c in result.checks}
     assert result.checks[1].status == verify.NOT_CHECKED  # it may have read either tree
     assert "changed while it was read" in text and " 1 passed" not in text
-    again = verify.VerifyResult.from_json(json.loads(json.dumps(result.to_json())))
+    again = verify.VerifyResult.from_json(json.loads(json.dumps(to_json(result))))
     assert again.tree_changed == result.tree_changed and not again.ok
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from onboard import git
 from onboard.errors import BadInput, OnboardError, ProcTimeout
+from onboard.jsonable import spec
 from onboard.report import Reporter
 from onboard.units import human_bytes
 
@@ -52,14 +53,8 @@ MARGIN = 1.2
 class FetchStats:
     objects: int = 0
     bytes_received: int | None = None
-    fetches: list[str] = field(default_factory=list)  # the refs/shas fetched, in order
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "objects": self.objects,
-            "bytes_received": self.bytes_received,
-            "fetched": list(self.fetches),
-        }
+    # the refs/shas fetched, in order
+    fetches: list[str] = field(default_factory=list, metadata=spec(key="fetched"))
 
 
 def disk_estimate(*, with_submodules: bool, reference: bool) -> int:

@@ -37,14 +37,8 @@ class RecoverResult:
         """0: what could be undone was, and what could not is said (nothing to do too)."""
         return 0
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "scope": str(self.scope),
-            "runs": [run.to_json() for run in self.runs],
-            "swept": [str(p) for p in self.swept],
-            "stopped": [s.to_json() for s in self.stopped],
-            "nothing_to_do": self.nothing_to_do,
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"nothing_to_do": self.nothing_to_do}
 
 
 def _scope(

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from onboard import git, workspace
 from onboard.errors import OnboardError
+from onboard.jsonable import to_json
 from onboard.report import CHECK_LINE, Reporter
 from onboard.shell import quote
 
@@ -59,9 +60,6 @@ class Check:
     name: str
     status: str
     detail: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "detail": self.detail}
 
 
 class VerifyContext:
@@ -109,6 +107,10 @@ def check(fn: CheckFn) -> CheckFn:
 
 @dataclass
 class VerifyResult:
+    """JSON keys: workspace, checks [{name, status (passed / failed / not checked),
+    detail}], tree_changed (how the checkout changed while it was read, or null), ok,
+    counts {passed, failed, not_checked}."""
+
     workspace: Path
     checks: list[Check] = field(default_factory=list)
     # How the checkout changed while the checks read it (None: it did not, or no git).
@@ -128,17 +130,8 @@ class VerifyResult:
             for s in (PASSED, FAILED, NOT_CHECKED)
         }
 
-    def to_json(self) -> dict[str, Any]:
-        """Keys: ok, workspace, counts {passed, failed, not_checked}, checks
-        [{name, status (passed / failed / not checked), detail}], tree_changed (how the
-        checkout changed while it was read, or null)."""
-        return {
-            "ok": self.ok,
-            "workspace": str(self.workspace),
-            "counts": self.counts(),
-            "checks": [c.to_json() for c in self.checks],
-            "tree_changed": self.tree_changed,
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"ok": self.ok, "counts": self.counts()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> VerifyResult:
@@ -249,7 +242,7 @@ def write_report(result: VerifyResult) -> Path:
 
     path = result.workspace / REPORT_PATH
     files.make_dirs(path.parent)
-    files.write_text(path, json.dumps(result.to_json(), indent=2) + "\n")
+    files.write_text(path, json.dumps(to_json(result), indent=2) + "\n")
     return path
 
 

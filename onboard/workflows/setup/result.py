@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import ide
+from onboard.jsonable import spec
 from onboard.workflows.checkout import FetchStats
 from onboard.workflows.setup.layout import CHECKOUT_DIR
 
@@ -17,7 +18,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class SetupResult:
-    """What `onboard setup` made. JSON keys are documented in ``to_json``."""
+    """What `onboard setup` made. JSON keys: the fields, then ``ok``: workspace,
+    checkout, checkout_kind (clone/reference), commit (the torch source commit),
+    commit_kind, head (the checkout's git HEAD), tag, remote, torch_version, python,
+    build_prefix, has_debug_info, state (created/resumed/unchanged), actions, ide_files
+    [{path, action, backup, message}], gdb_file, noxfile, fetch {objects,
+    bytes_received, fetched} or null, reference {files, bytes, generated_headers,
+    vendored_includes} or null, disk {needed_bytes, free_bytes}, debugging {python,
+    cpp}, notes, problems, seconds, ok."""
 
     workspace: Path
     checkout: Path
@@ -42,7 +50,7 @@ class SetupResult:
     debugging: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = field(default=0.0, metadata=spec(digits=2))
 
     @property
     def ok(self) -> bool:
@@ -52,42 +60,8 @@ class SetupResult:
     def exit_code(self) -> int:
         return 0 if self.ok else 1
 
-    def to_json(self) -> dict[str, Any]:
-        """Keys: ok, state (created/resumed/unchanged), workspace, checkout,
-        checkout_kind (clone/reference), commit (the torch source commit), commit_kind,
-        head (the checkout's git HEAD), tag, remote, torch_version, python,
-        build_prefix, has_debug_info, actions, ide_files [{path, action, backup,
-        message}], gdb_file, noxfile, fetch {objects, bytes_received, fetched} or
-        null, reference {files, bytes, generated_headers, vendored_includes} or
-        null, disk {needed_bytes, free_bytes}, debugging {python, cpp}, notes,
-        problems, seconds."""
-        return {
-            "ok": self.ok,
-            "state": self.state,
-            "workspace": str(self.workspace),
-            "checkout": str(self.checkout),
-            "checkout_kind": self.checkout_kind,
-            "commit": self.commit,
-            "commit_kind": self.commit_kind,
-            "head": self.head,
-            "tag": self.tag,
-            "remote": self.remote,
-            "torch_version": self.torch_version,
-            "python": self.python,
-            "build_prefix": self.build_prefix,
-            "has_debug_info": self.has_debug_info,
-            "actions": list(self.actions),
-            "ide_files": [f.to_json() for f in self.ide_files],
-            "gdb_file": str(self.gdb_file) if self.gdb_file else None,
-            "noxfile": str(self.noxfile) if self.noxfile else None,
-            "fetch": self.fetch.to_json() if self.fetch else None,
-            "reference": self.reference,
-            "disk": self.disk,
-            "debugging": self.debugging,
-            "notes": list(self.notes),
-            "problems": list(self.problems),
-            "seconds": round(self.seconds, 2),
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"ok": self.ok}
 
 
 def begin(req: SetupRequest, env: torchenv.TorchEnv, state: str) -> SetupResult:

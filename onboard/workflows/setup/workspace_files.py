@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from onboard import files, git, ide, torchenv, workspace
+from onboard.jsonable import to_json
 from onboard.shell import quote
 from onboard.workflows.setup.layout import CHECKOUT_DIR, GDB_FILE, NOXFILE
 from onboard.workflows.setup.request import SetupRequest
@@ -79,7 +80,7 @@ def _config(
                 "gdb": str(result.gdb_file),
             },
             "reference": result.reference,
-            "fetch": result.fetch.to_json() if result.fetch else None,
+            "fetch": to_json(result.fetch),
         },
     )
 
