@@ -57,7 +57,7 @@ def test_one_line_names_its_pr_approvers_and_the_thread_on_it(
     assert [t.root.user for t in threads] == ["ezyang"]
     # Two API answers per pull request, nothing else.
     assert len(api.calls("GET")) == 2
-    out = json.loads(json.dumps(result.to_json(), default=str))
+    out = json.loads(json.dumps(to_json(result), default=str))
     assert out["blame"][0]["line"] == line and out["blame"][0]["sha"] == truth
 
 

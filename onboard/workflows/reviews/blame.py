@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from onboard import cache, git
 from onboard.workflows.reviews import trailers
@@ -41,9 +40,6 @@ class Skipped:
     kind: str  # revert / format-only
     subject: str
     pr: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"sha": self.sha, "kind": self.kind, "subject": self.subject, "pr": self.pr}
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 PATHS = ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS")
 NOTIFICATIONS_ONLY = (
@@ -27,9 +26,6 @@ class Owners:
     pattern: str
     owners: tuple[str, ...]  # @login or @org/team; empty: unassigned
     line: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "owners": list(self.owners), "line": self.line}
 
 
 def _regex(pattern: str) -> re.Pattern[str]:

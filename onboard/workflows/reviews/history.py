@@ -17,6 +17,7 @@ from typing import Any
 
 from onboard import cache, git
 from onboard.errors import OnboardError
+from onboard.jsonable import spec, to_json
 from onboard.report import Reporter
 from onboard.units import human_bytes
 from onboard.workflows.reviews import trailers
@@ -34,15 +35,6 @@ class HistoryState:
     fetched_now: bool = False
     note: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "since": self.since,
-            "bytes_fetched": self.bytes_fetched,
-            "fetched_now": self.fetched_now,
-            "note": self.note,
-        }
-
 
 @dataclass(frozen=True)
 class Landed:
@@ -53,10 +45,12 @@ class Landed:
     date: str
     author: str
     subject: str
-    trailers: trailers.Trailers
+    # In JSON its keys join the commit's (json_extra), after paths and names_then.
+    trailers: trailers.Trailers = field(metadata=spec(omit=True))
     paths: tuple[str, ...] = ()  # the targets it touched, by today's names
-    names: tuple[str, ...] = ()  # the same files by their names in that commit
-    message: str = field(default="", repr=False, compare=False)
+    names: tuple[str, ...] = field(default=(), metadata=spec(key="names_then"))  # the same
+    # files by their names in that commit
+    message: str = field(default="", repr=False, compare=False, metadata=spec(omit=True))
 
     @classmethod
     def of(
@@ -77,32 +71,16 @@ class Landed:
     def title(self) -> str:
         return trailers.title_of(self.subject)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "sha": self.sha,
-            "date": self.date,
-            "author": self.author,
-            "subject": self.subject,
-            "paths": list(self.paths),
-            "names_then": list(self.names),
-            **self.trailers.to_json(),
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return to_json(self.trailers)  # its keys join the commit's
 
 
 @dataclass(frozen=True)
 class Approval:
     login: str
-    count: int
-    last_date: str
+    count: int = field(metadata=spec(key="approved"))
+    last_date: str = field(metadata=spec(key="last"))
     last_pr: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "login": self.login,
-            "approved": self.count,
-            "last": self.last_date,
-            "last_pr": self.last_pr,
-        }
 
 
 def default_since(tree: Tree) -> str:

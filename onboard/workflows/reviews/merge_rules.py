@@ -14,8 +14,10 @@ they are listed after the specific rules so they do not drown them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from onboard.jsonable import spec
 
 PATH = ".github/merge_rules.yaml"
 _CATCH_ALL = frozenset({"*", "**"})
@@ -30,7 +32,8 @@ class MergeRule:
     name: str
     patterns: tuple[str, ...]
     approved_by: tuple[str, ...]
-    index: int  # its place in the file (the merge bot tries rules in order)
+    # its place in the file (the merge bot tries rules in order)
+    index: int = field(metadata=spec(omit=True))
 
     @property
     def catch_all(self) -> bool:
@@ -40,13 +43,8 @@ class MergeRule:
     def people(self) -> tuple[str, ...]:
         return tuple(a for a in self.approved_by if "/" not in a)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "patterns": list(self.patterns),
-            "approved_by": list(self.approved_by),
-            "catch_all": self.catch_all,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"catch_all": self.catch_all}
 
 
 def pattern_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:

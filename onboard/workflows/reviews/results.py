@@ -23,25 +23,18 @@ class Checkout:
     commit: str | None
     upstream: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "commit": self.commit,
-            "upstream": self.upstream,
-        }
-
 
 @dataclass
 class PrView:
     """A landed pull request as shown: the commit, links, and what its review said."""
 
-    change: Landed
+    change: Landed = field(metadata=spec(omit=True))  # its keys join (json_extra)
     url: str | None
     commit_url: str | None  # None when the repository has no GitHub remote to link to
-    reviews: list[Review] = field(default_factory=list)
-    comments_here: int = 0
-    problem: str | None = None  # why its review is not shown
+    reviews: list[Review] = field(default_factory=list, metadata=spec(omit=True))
+    comments_here: int = field(default=0, metadata=spec(key="comments_on_these_files"))
+    # why its review is not shown
+    problem: str | None = field(default=None, metadata=spec(key="review_problem"))
 
     def states(self) -> dict[str, list[str]]:
         """Each reviewer's last state (bots left out), grouped by state."""
@@ -55,29 +48,18 @@ class PrView:
             out.setdefault(state, []).append(user)
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.change.to_json(),
-            "url": self.url,
-            "commit_url": self.commit_url,
-            "review_states": self.states(),
-            "comments_on_these_files": self.comments_here,
-            "review_problem": self.problem,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {**to_json(self.change), "review_states": self.states()}
 
 
 @dataclass
 class FileFacts:
-    target: Target
-    rules: list[MergeRule] = field(default_factory=list)
-    owners: Owners | None = None
+    target: Target = field(metadata=spec(omit=True))  # its keys join (json_extra)
+    rules: list[MergeRule] = field(default_factory=list, metadata=spec(key="merge_rules"))
+    owners: Owners | None = field(default=None, metadata=spec(key="codeowners"))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.target.to_json(),
-            "merge_rules": [r.to_json() for r in self.rules],
-            "codeowners": self.owners.to_json() if self.owners else None,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return to_json(self.target)  # its keys join the file's facts
 
 
 @dataclass
@@ -87,38 +69,22 @@ class ReviewsResult:
     checkout: Checkout
     history: HistoryState
     files: list[FileFacts] = field(default_factory=list)
-    prs: list[PrView] = field(default_factory=list)
-    approvals: list[Approval] = field(default_factory=list)
-    threads: list[Thread] = field(default_factory=list)
-    reviewer: str | None = None
     since: str | None = None
     limit: int = 0
-    api: ApiStats | None = None
+    reviewer: str | None = None
+    # where merge_rules.yaml was read (None: not found)
+    rules_source: str | None = field(default=None, metadata=spec(key="merge_rules_source"))
+    prs: list[PrView] = field(default_factory=list, metadata=spec(key="pull_requests"))
+    approvals: list[Approval] = field(default_factory=list)
+    threads: list[Thread] = field(default_factory=list)
+    api: ApiStats | None = field(default=None, metadata=spec(key="github"))
     offline: bool = False
-    rules_source: str | None = None  # where merge_rules.yaml was read (None: not found)
     notes: list[str] = field(default_factory=list)
 
     exit_code = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": True,
-            "mode": self.mode,
-            "query": self.query,
-            "checkout": self.checkout.to_json(),
-            "history": self.history.to_json(),
-            "since": self.since,
-            "limit": self.limit,
-            "reviewer": self.reviewer,
-            "files": [f.to_json() for f in self.files],
-            "merge_rules_source": self.rules_source,
-            "pull_requests": [p.to_json() for p in self.prs],
-            "approvals": [a.to_json() for a in self.approvals],
-            "threads": [t.to_json() for t in self.threads],
-            "github": self.api.to_json() if self.api else None,
-            "offline": self.offline,
-            "notes": self.notes,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"ok": True}
 
     def markdown(self) -> str:
         from onboard.workflows.reviews import markdown
@@ -131,59 +97,37 @@ class BlamedLine:
     line: int
     text: str
     sha: str
-    orig_line: int
-    orig_path: str
+    orig_line: int = field(metadata=spec(key="line_then"))
+    orig_path: str = field(metadata=spec(key="path_then"))
     boundary: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "text": self.text,
-            "sha": self.sha,
-            "line_then": self.orig_line,
-            "path_then": self.orig_path,
-            "boundary": self.boundary,
-        }
 
 
 @dataclass
 class BlameResult:
     path: str
-    start: int
-    end: int
+    start: int = field(metadata=spec(omit=True))  # JSON: "lines" [start, end]
+    end: int = field(metadata=spec(omit=True))
     walk: bool
     checkout: Checkout
     history: HistoryState
-    lines: list[BlamedLine] = field(default_factory=list)
-    prs: dict[str, PrView] = field(default_factory=dict)  # by commit sha
+    lines: list[BlamedLine] = field(default_factory=list, metadata=spec(key="blame"))
+    # by commit sha
+    prs: dict[str, PrView] = field(default_factory=dict, metadata=spec(key="commits"))
     threads: dict[str, list[Thread]] = field(default_factory=dict)  # by commit sha
     skipped: list[Skipped] = field(default_factory=list)
-    ignored_listed: int = 0
-    originals: dict[str, list[PrView]] = field(default_factory=dict)  # reland sha -> its original
-    api: ApiStats | None = None
+    ignored_listed: int = field(default=0, metadata=spec(key="ignore_revs_applied"))
+    # reland sha -> its original
+    originals: dict[str, list[PrView]] = field(
+        default_factory=dict, metadata=spec(key="relands_of")
+    )
+    api: ApiStats | None = field(default=None, metadata=spec(key="github"))
     offline: bool = False
     notes: list[str] = field(default_factory=list)
 
     exit_code = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": True,
-            "path": self.path,
-            "lines": [self.start, self.end],
-            "walk": self.walk,
-            "checkout": self.checkout.to_json(),
-            "history": self.history.to_json(),
-            "blame": [ln.to_json() for ln in self.lines],
-            "commits": {sha: p.to_json() for sha, p in self.prs.items()},
-            "threads": {sha: [t.to_json() for t in ts] for sha, ts in self.threads.items()},
-            "skipped": [s.to_json() for s in self.skipped],
-            "ignore_revs_applied": self.ignored_listed,
-            "relands_of": {sha: [p.to_json() for p in v] for sha, v in self.originals.items()},
-            "github": self.api.to_json() if self.api else None,
-            "offline": self.offline,
-            "notes": self.notes,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"ok": True, "lines": [self.start, self.end]}
 
     def markdown(self) -> str:
         from onboard.workflows.reviews import markdown
@@ -198,17 +142,8 @@ class SyncedPr:
     comments: int
     reviews: int
     problem: str | None
-    gone: bool = False  # GitHub has no such pull request: known, nothing to fetch
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pr": self.pr,
-            "source": self.source,
-            "comments": self.comments,
-            "reviews": self.reviews,
-            "problem": self.problem,
-            "not_on_github": self.gone,
-        }
+    # GitHub has no such pull request: known, nothing to fetch
+    gone: bool = field(default=False, metadata=spec(key="not_on_github"))
 
 
 @dataclass
@@ -217,8 +152,8 @@ class SyncResult:
     checkout: Checkout
     history: HistoryState
     files: list[Target] = field(default_factory=list)
-    prs: list[SyncedPr] = field(default_factory=list)
-    api: ApiStats = field(default_factory=ApiStats)
+    prs: list[SyncedPr] = field(default_factory=list, metadata=spec(key="pull_requests"))
+    api: ApiStats = field(default_factory=ApiStats, metadata=spec(key="github"))
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -229,14 +164,5 @@ class SyncResult:
     def exit_code(self) -> int:
         return 1 if self.missing or self.api.stopped else 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.exit_code == 0,
-            "query": self.query,
-            "checkout": self.checkout.to_json(),
-            "history": self.history.to_json(),
-            "files": [t.to_json() for t in self.files],
-            "pull_requests": [p.to_json() for p in self.prs],
-            "github": self.api.to_json(),
-            "notes": self.notes,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"ok": self.exit_code == 0}

@@ -5,12 +5,12 @@ to them (the `Approved by:` lines of their history). Git only, no API call."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from onboard import git
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 from onboard.workflows.reviews import merge_rules, trailers
 
 _PATHS_READ = 10  # history of at most this many changed files
@@ -22,7 +22,8 @@ class Suggestion:
     login: str
     approved: int  # changes to these files it approved
     last: str  # the day of the last one
-    rules: tuple[str, ...]  # merge rules that let it approve them
+    # merge rules that let it approve them
+    rules: tuple[str, ...] = field(metadata=spec(key="merge_rules"))
 
     def why(self) -> str:
         parts = []
@@ -31,14 +32,6 @@ class Suggestion:
         if self.rules:
             parts.append(f"may approve them ({', '.join(self.rules)})")
         return "; ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "login": self.login,
-            "approved": self.approved,
-            "last": self.last,
-            "merge_rules": list(self.rules),
-        }
 
 
 def reviewers(repo: Path, paths: list[str], *, most: int = 5) -> list[Suggestion]:

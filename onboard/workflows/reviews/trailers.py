@@ -16,7 +16,7 @@ not ``merged_at``, say what landed, so PR numbers and approvers need no API call
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from onboard.github_answers import LOGIN_RE
 
@@ -55,31 +55,15 @@ class Trailers:
     pr: int | None  # the pull request that landed (or, for a revert, that was reverted)
     pr_repo: str | None  # owner/name from the resolved URL
     approvers: tuple[str, ...]
-    ghstack_deps: tuple[int, ...]
+    ghstack_deps: tuple[int, ...] = field(metadata=spec(key="ghstack_dependencies"))
     coauthors: tuple[str, ...]
     differential_revision: str | None
     kind: str  # change / revert / reland / codemod
-    reverts_sha: str | None = None
+    reverts_sha: str | None = field(default=None, metadata=spec(key="reverts"))
     reverted_by: str | None = None
     revert_reason: str | None = None
     refers_to: tuple[int, ...] = ()  # other PRs the message names (a reland's original)
     pr_url: str | None = None  # as `Pull Request resolved:` gives it
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "pr": self.pr,
-            "pr_repo": self.pr_repo,
-            "approvers": list(self.approvers),
-            "ghstack_dependencies": list(self.ghstack_deps),
-            "coauthors": list(self.coauthors),
-            "differential_revision": self.differential_revision,
-            "kind": self.kind,
-            "reverts": self.reverts_sha,
-            "reverted_by": self.reverted_by,
-            "revert_reason": self.revert_reason,
-            "refers_to": list(self.refers_to),
-            "pr_url": self.pr_url,
-        }
 
 
 def login_of(text: str) -> str | None:

@@ -52,9 +52,6 @@ class Target:
     ranges: tuple[tuple[int, int], ...] = ()
     why: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "ranges": [list(r) for r in self.ranges], "why": self.why}
-
 
 def pulls_repo(repo: Path) -> str | None:
     """OWNER/NAME whose pull requests a subject's ``(#1013)`` names. In a tree that is
