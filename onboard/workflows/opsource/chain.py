@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from onboard.errors import OnboardError
 from onboard.workflows.opsource import cpp_trace, macros, scopes
@@ -36,17 +35,6 @@ class Layer:
     related: tuple[SourceLoc, ...] = ()  # the yaml / derivatives entry behind a generated layer
     frames: tuple[str, ...] = ()  # the raw frames folded into this layer
     note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "layer": self.layer,
-            "name": self.name,
-            "op": self.op,
-            "location": self.location.to_json() if self.location else None,
-            "related": [r.to_json() for r in self.related],
-            "frames": list(self.frames),
-            "note": self.note,
-        }
 
 
 def build(

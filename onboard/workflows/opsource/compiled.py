@@ -16,12 +16,13 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from onboard import torchenv
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 
 # How far from the text a build path still counts as its neighbour.
 WINDOW = 1 << 16
@@ -35,8 +36,9 @@ _SOURCE = rb"([A-Za-z0-9_./+-]+\.(?:cpp|cc|cu|h|hpp|cuh))"
 class CompiledText:
     library: str  # file name under torch/lib
     text: str  # the string constant that holds part of the message
-    before: str | None  # the nearest build path before it (repo-relative)
-    after: str | None  # ...and after it
+    # the nearest build path before it (repo-relative)
+    before: str | None = field(metadata=spec(key="nearest_path_before"))
+    after: str | None = field(metadata=spec(key="nearest_path_after"))  # ...and after it
     url: str | None = None  # the file at the installed commit
 
     @property
@@ -44,15 +46,8 @@ class CompiledText:
         """The source file, when both neighbours name it."""
         return self.before if self.before is not None and self.before == self.after else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "library": self.library,
-            "text": self.text,
-            "file": self.file,
-            "nearest_path_before": self.before,
-            "nearest_path_after": self.after,
-            "url": self.url,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"file": self.file}
 
 
 def _anchors(message: str) -> list[str]:

@@ -113,23 +113,6 @@ class Family:
     defined_at: str | None = None  # path:line of the #define
     fires: bool = True  # False: compiled out of release builds
 
-    def to_json(self) -> list[Any]:
-        return [
-            self.name,
-            self.kind,
-            self.error,
-            self.type_param,
-            list(self.template),
-            self.variadic,
-            self.defined_at,
-            self.fires,
-        ]
-
-    @classmethod
-    def from_json(cls, data: list[Any]) -> Family:
-        name, kind, error, type_param, template, variadic, at, fires = data
-        return cls(name, kind, error, type_param, tuple(template), variadic, at, fires)
-
     def message_pieces(self, args: list[list[str]]) -> list[str]:
         """The literal pieces of a call's message, in order (runtime values are the gaps)."""
         pieces: list[str] = []

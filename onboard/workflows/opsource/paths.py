@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import git
+from onboard.jsonable import spec
 from onboard.workflows.opsource import scan
 from onboard.workspace import Workspace
 
@@ -42,7 +43,8 @@ class SourceLoc:
     generated: bool = False
     text: str | None = None  # the source line, when a copy of the file is at hand
     local: str | None = None  # the readable copy (checkout file or generated cache)
-    in_torch: bool = True  # False for paths outside PyTorch (the user's script)
+    # False for paths outside PyTorch (the user's script)
+    in_torch: bool = field(default=True, metadata=spec(omit=True))
     # Against the installed torch's upstream commit: "added" (only here: no link),
     # "modified" (linked without a line anchor: the lines moved), "relocated" (a
     # reference tree's vendored header, whose upstream path the wheel does not say).
@@ -75,19 +77,8 @@ class SourceLoc:
             "relocated": " (vendored header: its upstream path is not known)",
         }.get(self.local_change or "", "")
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "label": self.label,
-            "url": self.url,
-            "in_checkout": self.in_checkout,
-            "generated": self.generated,
-            "text": self.text,
-            "local": self.local,
-            "local_change": self.local_change,
-            "regenerated_copy": self.copy,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"label": self.label, "regenerated_copy": self.copy}
 
 
 @dataclass
