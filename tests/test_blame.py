@@ -30,6 +30,7 @@ from reviews_helpers import (
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import to_json
 from onboard.workflows.reviews.run_blame import blame
 from onboard.workflows.reviews.run_reviews import reviews
 
