@@ -20,6 +20,7 @@ from fixtures.events import Fifo, gone
 from fixtures.pytorch_repo import FIRST_PR_NUMBER, REGRESSION_MODULE, REPRO_SCRIPT, RepoInfo, git
 
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import to_json
 from onboard.report import Reporter
 from onboard.workflows.bisect import BisectRequest, run_bisect
 from onboard.workflows.bisect.builds import needs_rebuild
@@ -196,7 +197,7 @@ def test_a_subjects_pr_number_links_only_to_the_repositorys_own_github(
     else:
         assert info.pr_url == f"https://github.com/{linked}/pull/1013"
         assert info.url == f"https://github.com/{linked}/commit/{sha}"
-    assert "pytorch/pytorch" not in json.dumps(info.to_json())
+    assert "pytorch/pytorch" not in json.dumps(to_json(info))
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from onboard import git, proc
 from onboard.errors import OnboardError
+from onboard.jsonable import spec
 from onboard.report import Reporter
 
 NEVER = "never"
@@ -56,7 +57,7 @@ def has_build_tree(checkout: Path) -> bool:
 @dataclass
 class BuildOutcome:
     ok: bool
-    seconds: float
+    seconds: float = field(metadata=spec(digits=3))
     reason: str = ""
     log: str | None = None
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import git
+from onboard.jsonable import spec
 from onboard.shell import quote
 from onboard.workflows.bisect.builds import BuildOutcome
 from onboard.workflows.bisect.runner import Verdict
@@ -47,19 +48,6 @@ class CommitInfo:
     pr_url: str | None
     url: str | None  # None when the repository has no GitHub remote to link to
     files: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "sha": self.sha,
-            "subject": self.subject,
-            "author": self.author,
-            "author_email": self.author_email,
-            "date": self.date,
-            "pr": self.pr,
-            "pr_url": self.pr_url,
-            "url": self.url,
-            "files": list(self.files),
-        }
 
 
 def github_base(repo: Path) -> str | None:
@@ -109,7 +97,8 @@ class Step:
     label: str  # the commit subject, or "PACKAGE VERSION"
     phase: str  # preflight | bisect
     mark: str  # the term recorded: good / bad / skip (or the custom terms; old / new for wheels)
-    verdict: Verdict | None  # None when it was skipped before running (a failed build)
+    # None when it was skipped before running (a failed build); JSON: its value
+    verdict: Verdict | None = field(metadata=spec(empty="skip", convert=lambda v: v.value))
     reason: str = ""
     build: BuildOutcome | None = None
 
@@ -123,25 +112,11 @@ class Step:
             self.build.seconds if self.build else 0.0
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, Any]:
         return {
-            "rev": self.rev,
-            "label": self.label,
-            "phase": self.phase,
-            "mark": self.mark,
-            "verdict": self.verdict.value if self.verdict else "skip",
             "flaky": self.flaky,
-            "reason": self.reason,
             "seconds": round(self.seconds, 3),
-            "build": None
-            if self.build is None
-            else {
-                "ok": self.build.ok,
-                "seconds": round(self.build.seconds, 3),
-                "reason": self.build.reason,
-                "log": self.build.log,
-            },
-            "runs": [r.to_json() for r in (self.verdict.runs if self.verdict else ())],
+            "runs": self.verdict.runs if self.verdict else [],
         }
 
 
@@ -152,8 +127,8 @@ class CommitBisect:
     new: str
     old_ref: str
     new_ref: str
-    term_old: str
-    term_new: str
+    term_old: str = field(metadata=spec(omit=True))  # JSON: "terms" {old, new}
+    term_new: str = field(metadata=spec(omit=True))
     old_state: str  # "passes" (a regression) or "fails" (looking for a fix)
     first_parent: bool
     candidates: int
@@ -161,9 +136,9 @@ class CommitBisect:
     steps: list[Step] = field(default_factory=list)
     culprit: CommitInfo | None = None
     possible: list[CommitInfo] = field(default_factory=list)
+    builds: int = 0
     log: Path | None = None
     restored_to: str = ""
-    builds: int = 0
     notes: list[str] = field(default_factory=list)  # what the user should know (set-aside changes)
 
     @property
@@ -178,46 +153,30 @@ class CommitBisect:
     def flaky(self) -> list[Step]:
         return [s for s in self.steps if s.flaky]
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def replay(self) -> str | None:
+        return f"git -C {quote(self.repo)} bisect replay {quote(self.log)}" if self.log else None
+
+    def json_extra(self) -> dict[str, Any]:
         return {
-            "repo": str(self.repo),
-            "old": self.old,
-            "new": self.new,
-            "old_ref": self.old_ref,
-            "new_ref": self.new_ref,
             "terms": {"old": self.term_old, "new": self.term_new},
-            "old_state": self.old_state,
-            "first_parent": self.first_parent,
-            "candidates": self.candidates,
-            "expected_steps": self.expected_steps,
-            "steps": [s.to_json() for s in self.steps],
-            "culprit": self.culprit.to_json() if self.culprit else None,
-            "possible": [c.to_json() for c in self.possible],
             "skipped": [{"sha": s.rev, "reason": s.reason} for s in self.skipped],
             "flaky": [
                 {"sha": s.rev, "reason": s.verdict.reason if s.verdict else ""} for s in self.flaky
             ],
             "executions": self.executions,
-            "builds": self.builds,
-            "log": str(self.log) if self.log else None,
             "replay": self.replay,
-            "restored_to": self.restored_to,
-            "notes": self.notes,
         }
-
-    @property
-    def replay(self) -> str | None:
-        return f"git -C {quote(self.repo)} bisect replay {quote(self.log)}" if self.log else None
 
 
 @dataclass
 class WheelBisect:
     package: str
     versions: list[str]
-    steps: list[Step] = field(default_factory=list)
     last_old: str | None = None
     first_new: str | None = None
     skipped: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     venvs: str = ""
 
     @property
@@ -232,17 +191,8 @@ class WheelBisect:
         i, j = self.versions.index(self.last_old), self.versions.index(self.first_new)
         return [v for v in self.versions[i + 1 : j] if v in self.skipped]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "package": self.package,
-            "versions": self.versions,
-            "last_old": self.last_old,
-            "first_new": self.first_new,
-            "skipped": self.skipped,
-            "steps": [s.to_json() for s in self.steps],
-            "venvs": self.venvs,
-            "executions": self.executions,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"executions": self.executions}
 
 
 @dataclass
@@ -274,17 +224,5 @@ class BisectResult:
             self.commits.executions if self.commits else 0
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "repro": self.repro,
-            "python": self.python,
-            "repeat": self.repeat,
-            "timeout": self.timeout,
-            "on_crash": self.on_crash,
-            "build": self.build,
-            "wheels": self.wheels.to_json() if self.wheels else None,
-            "commits": self.commits.to_json() if self.commits else None,
-            "executions": self.executions,
-            "notes": self.notes,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"ok": self.ok, "executions": self.executions}

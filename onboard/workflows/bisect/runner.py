@@ -23,6 +23,7 @@ from typing import Any
 
 from onboard import proc
 from onboard.errors import ProcTimeout
+from onboard.jsonable import spec
 
 # outcomes of one run
 PASS = "pass"
@@ -59,7 +60,7 @@ class Run:
     outcome: str  # pass | fail | crash | timeout | no-gpu
     returncode: int | None
     signal: str | None
-    seconds: float
+    seconds: float = field(metadata=spec(digits=3))
     tail: str = ""  # the last lines of its output (empty when it passed)
 
     def describe(self) -> str:
@@ -74,15 +75,6 @@ class Run:
         if self.outcome == FAIL:
             return f"failed (exit {self.returncode})"
         return "passed"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome,
-            "returncode": self.returncode,
-            "signal": self.signal,
-            "seconds": round(self.seconds, 3),
-            "tail": self.tail,
-        }
 
 
 @dataclass(frozen=True)
