@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from onboard.jsonable import spec
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.stuck.processes import Syscall
 
@@ -33,8 +34,10 @@ class Frame:
     line: int | None = None
     library: str | None = None  # native: the shared object it is in
     text: str | None = None  # Python: the source line, when the tool printed it
-    where: SourceLoc | None = None  # mapped: the place in PyTorch's source (or the user's file)
-    note: str = ""  # mapped: why there is no place ("not in this checkout", ...)
+    # mapped: the place in PyTorch's source (or the user's file)
+    where: SourceLoc | None = field(default=None, metadata=spec(key="source"))
+    # mapped: why there is no place ("not in this checkout", ...)
+    note: str = field(default="", metadata=spec(empty=None))
 
     @property
     def in_torch_library(self) -> bool:
@@ -50,18 +53,6 @@ class Frame:
         lib = (self.library or "").rsplit("/", 1)[-1]
         return f"{self.function} [{lib}]" if lib else self.function
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "function": self.function,
-            "file": self.file,
-            "line": self.line,
-            "library": self.library,
-            "text": self.text,
-            "source": self.where.to_json() if self.where else None,
-            "note": self.note or None,
-        }
-
 
 @dataclass
 class Thread:
@@ -70,11 +61,14 @@ class Thread:
     frames: list[Frame] = field(default_factory=list)  # caller first
     gil: str | None = None  # HOLDS_GIL / WAITS_GIL / None (neither, or not known)
     # Sampled just before the stacks were read (None: could not be sampled):
-    cpu_seconds: float | None = None  # CPU the thread used over ``sampled_seconds``
-    sampled_seconds: float | None = None
+    # CPU the thread used over ``sampled_seconds``
+    cpu_seconds: float | None = field(default=None, metadata=spec(digits=3))
+    sampled_seconds: float | None = field(default=None, metadata=spec(digits=3))
     line_moved: bool | None = None  # its innermost Python line differed between two stacks
-    syscall: Syscall | None = None  # the system call it was blocked in (/proc)
-    kernel_name: str = ""  # /proc/PID/task/TID/comm ("python", "pt_main_thread" ...)
+    # the system call it was blocked in (/proc); JSON: its label
+    syscall: Syscall | None = field(default=None, metadata=spec(convert=lambda s: s.label))
+    # /proc/PID/task/TID/comm ("python", "pt_main_thread" ...)
+    kernel_name: str = field(default="", metadata=spec(omit=True))
 
     @property
     def busy(self) -> bool | None:
@@ -117,20 +111,8 @@ class Thread:
             for f in self.python_frames
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tid": self.tid,
-            "name": self.name,
-            "gil": self.gil,
-            "cpu_seconds": None if self.cpu_seconds is None else round(self.cpu_seconds, 3),
-            "sampled_seconds": None
-            if self.sampled_seconds is None
-            else round(self.sampled_seconds, 3),
-            "busy": self.busy,
-            "line_moved": self.line_moved,
-            "syscall": self.syscall.label if self.syscall is not None else None,
-            "frames": [f.to_json() for f in self.frames],
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"busy": self.busy}
 
 
 @dataclass
@@ -142,28 +124,19 @@ class Picture:
     role: str  # "the program", "DataLoader worker 1", "rank 0", ...
     tool: str  # "pystack 1.7.2" / "py-spy 0.4.3" / "gdb"
     threads: list[Thread] = field(default_factory=list)
-    seconds: float = 0.0  # the tool's run time
-    paused: float | None = None  # how long the process was seen stopped (None: not measured)
+    seconds: float = field(default=0.0, metadata=spec(digits=3))  # the tool's run time
+    # how long the process was seen stopped (None: not measured)
+    paused: float | None = field(default=None, metadata=spec(key="paused_seconds", digits=3))
     error: str | None = None  # why there are no threads (exited, not Python, no permission)
     environ: dict[str, str] = field(default_factory=dict)  # RANK / LOCAL_RANK / WORLD_SIZE
     ppid: int = 0
     python: bool = True  # False: not an interpreter; its threads are read from /proc only
-    pipe_writes: dict[str, list[int]] = field(default_factory=dict)  # pipe -> its write fds
+    # pipe -> its write fds
+    pipe_writes: dict[str, list[int]] = field(default_factory=dict, metadata=spec(omit=True))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "ppid": self.ppid,
-            "command": self.command,
-            "python": self.python,
-            "role": self.role,
-            "tool": self.tool,
-            "seconds": round(self.seconds, 3),
-            "paused_seconds": None if self.paused is None else round(self.paused, 3),
-            "error": self.error,
-            "environ": self.environ,
-            "threads": [t.to_json() for t in self.threads],
-        }
+
+def _ids(where: tuple[tuple[int, int], ...]) -> list[dict[str, int]]:
+    return [{"pid": p, "tid": t} for p, t in where]
 
 
 @dataclass(frozen=True)
@@ -173,23 +146,11 @@ class Diagnosis:
     kind: str  # dataloader / collective / gil / busy / callback_lock / cuda / python_deadlock
     # / child_process
     title: str
-    where: tuple[tuple[int, int], ...]  # (pid, tid) of the threads it is about
+    # (pid, tid) of the threads it is about
+    where: tuple[tuple[int, int], ...] = field(metadata=spec(key="threads", convert=_ids))
     evidence: tuple[str, ...]  # the frames that show it, as read
     meaning: str
-    try_next: tuple[str, ...]
+    try_next: tuple[str, ...] = field(metadata=spec(key="try"))
     sites: tuple[SourceLoc, ...] = ()  # the wait's source lines
     checked: bool = True  # False: named from the stacks, not checked on this machine
-    unchecked_why: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "title": self.title,
-            "threads": [{"pid": p, "tid": t} for p, t in self.where],
-            "evidence": list(self.evidence),
-            "meaning": self.meaning,
-            "try": list(self.try_next),
-            "sites": [s.to_json() for s in self.sites],
-            "checked": self.checked,
-            "not_checked_because": self.unchecked_why or None,
-        }
+    unchecked_why: str = field(default="", metadata=spec(key="not_checked_because", empty=None))

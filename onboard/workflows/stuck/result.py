@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from onboard.jsonable import spec
 from onboard.workflows.stuck.model import Diagnosis, Picture
 
 if TYPE_CHECKING:
@@ -15,11 +16,13 @@ if TYPE_CHECKING:
 @dataclass
 class Snapshot:
     reason: str  # why it was taken: no progress, Ctrl-\, SIGUSR1, --timeout, asked for
-    after: float  # seconds since the program started (or since onboard attached)
-    pictures: list[Picture] = field(default_factory=list)
-    diagnoses: list[Diagnosis] = field(default_factory=list)
-    seconds: float = 0.0  # how long taking it took, all processes together
+    # seconds since the program started (or since onboard attached)
+    after: float = field(metadata=spec(key="after_seconds", digits=2))
+    # how long taking it took, all processes together
+    seconds: float = field(default=0.0, metadata=spec(digits=3))
+    pictures: list[Picture] = field(default_factory=list, metadata=spec(key="processes"))
     skipped: list[str] = field(default_factory=list)  # processes not read, and why
+    diagnoses: list[Diagnosis] = field(default_factory=list)
 
     @property
     def tools(self) -> list[str]:
@@ -31,31 +34,24 @@ class Snapshot:
         values = [p.paused for p in self.pictures if p.paused is not None]
         return max(values) if values else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "reason": self.reason,
-            "after_seconds": round(self.after, 2),
-            "seconds": round(self.seconds, 3),
-            "tools": self.tools,
-            "paused_seconds": None if self.paused is None else round(self.paused, 3),
-            "processes": [p.to_json() for p in self.pictures],
-            "skipped": self.skipped,
-            "diagnoses": [d.to_json() for d in self.diagnoses],
-        }
+    def json_extra(self) -> dict[str, Any]:
+        paused = self.paused
+        return {"tools": self.tools, "paused_seconds": None if paused is None else round(paused, 3)}
 
 
 @dataclass
 class StuckResult:
     mode: str  # "run" (a program onboard started) / "pid" (one already running)
     target: str  # the command, or "PID (command line)"
-    snapshots: list[Snapshot] = field(default_factory=list)
     program_exit: int | None = None  # the program's exit status, when it ended
     ended: str = ""  # how the run ended, in words
     interrupted: bool = False  # Ctrl-C after a snapshot
     commit: str | None = None
     workspace: str | None = None
+    snapshots: list[Snapshot] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    printed: int = 0  # snapshots already shown as they were taken
+    # snapshots already shown as they were taken
+    printed: int = field(default=0, metadata=spec(omit=True))
 
     @property
     def exit_code(self) -> int:
@@ -67,16 +63,5 @@ class StuckResult:
             return 0
         return 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.exit_code == 0,
-            "mode": self.mode,
-            "target": self.target,
-            "program_exit": self.program_exit,
-            "ended": self.ended,
-            "interrupted": self.interrupted,
-            "commit": self.commit,
-            "workspace": self.workspace,
-            "snapshots": [s.to_json() for s in self.snapshots],
-            "notes": self.notes,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"ok": self.exit_code == 0}
