@@ -22,6 +22,7 @@ from opsource_helpers import save_workspace
 
 from onboard.cli import cli
 from onboard.crash import run_cli
+from onboard.jsonable import to_json
 from onboard.workflows.locate import LocateRequest, locate
 
 ERRORS = (
@@ -103,6 +104,6 @@ def test_the_binary_names_a_file_only_when_it_is_the_one_that_raised(wheel_tree:
         for hit in result.compiled:
             assert hit.file in (None, truth), (code, hit)
             named += hit.file == truth
-        data = json.loads(json.dumps(result.to_json()))
+        data = json.loads(json.dumps(to_json(result)))
         assert all(set(c) >= {"library", "text", "file"} for c in data["compiled"])
     assert named >= 3  # mm, bmm, linalg.inv at least: both neighbours agree there

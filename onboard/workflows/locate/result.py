@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from onboard.jsonable import spec, to_json
 from onboard.workflows.opsource import compiled, confidence
 from onboard.workflows.opsource.chain import Layer
 from onboard.workflows.opsource.paths import SourceLoc
@@ -30,36 +31,23 @@ class Candidate:
     macro: str
     function: str | None
     pieces: tuple[str, ...]
-    coverage: float
+    coverage: float = field(metadata=spec(digits=3))
     raises: str = "RuntimeError"  # the Python exception (or warning) the site arrives as
     score: float = 0.0
-    tied: bool = False  # ranks exactly as the best one
+    tied: bool = field(default=False, metadata=spec(key="tied_with_best"))  # ranks as the best
     reasons: tuple[str, ...] = ()  # why it ranks lower than its text alone would say
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "location": self.location.to_json(),
-            "macro": self.macro,
-            "function": self.function,
-            "pieces": list(self.pieces),
-            "coverage": round(self.coverage, 3),
-            "raises": self.raises,
-            "score": self.score,
-            "tied_with_best": self.tied,
-            "reasons": list(self.reasons),
-        }
 
 
 @dataclass(frozen=True)
 class Warned:
     """A warning torch raised, where (Triggered internally at) and what it said."""
 
-    location: SourceLoc
+    location: SourceLoc = field(metadata=spec(omit=True))  # its keys join (json_extra)
     category: str | None
     message: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {**self.location.to_json(), "category": self.category, "message": self.message}
+    def json_extra(self) -> dict[str, Any]:
+        return to_json(self.location)  # its keys join the warning's
 
 
 @dataclass
@@ -75,19 +63,19 @@ class LocateResult:
     chain: list[Layer] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     candidates_total: int = 0  # every site that matched, shown or not
-    warnings: list[Warned] = field(default_factory=list)
-    python_frames: list[SourceLoc] = field(default_factory=list)
-    next_step: str | None = None
-    explanation: str | None = None
-    limitations: list[str] = field(default_factory=list)  # what the answer could not see
-    notes: list[str] = field(default_factory=list)  # what onboard did beside the answer
-    commit: str | None = None
-    warm: dict[str, bool] = field(default_factory=dict)
     confidence: str = confidence.NONE
     blind_spots: list[str] = field(default_factory=list)
     diagnosis: list[Any] = field(default_factory=list)  # doctor findings for a failed import
     # A reference tree without the site: the message's text in the compiled libraries.
     compiled: list[compiled.CompiledText] = field(default_factory=list)
+    warnings: list[Warned] = field(default_factory=list)
+    python_frames: list[SourceLoc] = field(default_factory=list)
+    explanation: str | None = None
+    next_step: str | None = None
+    limitations: list[str] = field(default_factory=list)  # what the answer could not see
+    notes: list[str] = field(default_factory=list)  # what onboard did beside the answer
+    commit: str | None = None
+    warm: dict[str, bool] = field(default_factory=dict, metadata=spec(key="cache_warm"))
 
     @property
     def exit_code(self) -> int:
@@ -96,33 +84,8 @@ class LocateResult:
         uncertain match, a command that did not fail in torch) is 1."""
         return 0 if self.verdict in (FOUND, MATCHED) and self.confidence in _SURE else 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.exit_code == 0,
-            "mode": self.mode,
-            "verdict": self.verdict,
-            "exc_type": self.exc_type,
-            "message": self.message,
-            "command": self.command,
-            "command_exit": self.command_exit,
-            "check": self.check.to_json() if self.check else None,
-            "check_function": self.check_function,
-            "chain": [layer.to_json() for layer in self.chain],
-            "candidates": [c.to_json() for c in self.candidates],
-            "candidates_total": self.candidates_total,
-            "confidence": self.confidence,
-            "blind_spots": self.blind_spots,
-            "diagnosis": [d.to_json() for d in self.diagnosis],
-            "compiled": [c.to_json() for c in self.compiled],
-            "warnings": [w.to_json() for w in self.warnings],
-            "python_frames": [f.to_json() for f in self.python_frames],
-            "explanation": self.explanation,
-            "next_step": self.next_step,
-            "limitations": self.limitations,
-            "notes": self.notes,
-            "commit": self.commit,
-            "cache_warm": self.warm,
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"ok": self.exit_code == 0}
 
 
 _SURE = (confidence.CERTAIN, confidence.HIGH)
