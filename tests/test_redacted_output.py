@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from onboard.errors import OnboardError
+from onboard.jsonable import to_json
 from onboard.views import graph as graph_view
 from onboard.views import trace as trace_view
 from onboard.workflows.ab import compare
@@ -45,7 +46,7 @@ def _shown(result: TraceResult | GraphResult) -> str:
     out = io.StringIO()
     view = trace_view if isinstance(result, TraceResult) else graph_view
     view.render(result, Console(file=out, width=200), True)
-    return out.getvalue() + json.dumps(result.to_json())
+    return out.getvalue() + json.dumps(to_json(result))
 
 
 @pytest.fixture

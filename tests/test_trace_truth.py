@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from onboard.jsonable import to_json
 from onboard.workflows.trace.profile import TraceRequest, trace
 
 PY = sys.executable
@@ -246,7 +247,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Pa
         if name not in done:
             script = folder / f"{name}.py"
             script.write_text(PROGRAMS[name])
-            done[name] = (script, trace(TraceRequest(command=[PY, str(script)])).to_json())
+            done[name] = (script, to_json(trace(TraceRequest(command=[PY, str(script)]))))
         return done[name]
 
     return get

@@ -17,6 +17,7 @@ from typing import Any
 
 from onboard import proc
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import spec
 from onboard.report import Reporter
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import backward_nodes, launch
@@ -31,15 +32,22 @@ DOT_HELP = (
 )
 
 
+def _edges(next: list[tuple[int | None, int]]) -> list[dict[str, int | None]]:
+    return [{"node": n, "input_nr": nr} for n, nr in next]
+
+
 @dataclass
 class GraphNode:
-    index: int
-    cls: str  # MulBackward0
-    op: str | None  # mul.Tensor (the aten op whose derivative this is)
+    index: int = field(metadata=spec(key="id"))
+    cls: str = field(metadata=spec(key="class"))  # MulBackward0
+    # mul.Tensor (the aten op whose derivative this is); JSON: aten::mul.Tensor
+    op: str | None = field(metadata=spec(empty=None, convert="aten::{}".format))
     derivative: SourceLoc | None
     formulas: dict[str, str]
-    generated: SourceLoc | None  # the class in Functions.h
-    next: list[tuple[int | None, int]]  # (node index or None for an input without grad, input_nr)
+    # the class in Functions.h
+    generated: SourceLoc | None = field(metadata=spec(key="generated_class"))
+    # (node index or None for an input without grad, input_nr)
+    next: list[tuple[int | None, int]] = field(metadata=spec(convert=_edges))
     saved: list[dict[str, Any]]
     variable: dict[str, Any] | None  # AccumulateGrad: the leaf
     truncated: bool = False
@@ -50,20 +58,6 @@ class GraphNode:
             return f"AccumulateGrad {self.variable.get('name') or '(unnamed leaf)'}"
         return self.cls
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.index,
-            "class": self.cls,
-            "op": f"aten::{self.op}" if self.op else None,
-            "derivative": self.derivative.to_json() if self.derivative else None,
-            "formulas": self.formulas,
-            "generated_class": self.generated.to_json() if self.generated else None,
-            "next": [{"node": n, "input_nr": nr} for n, nr in self.next],
-            "saved": self.saved,
-            "variable": self.variable,
-            "truncated": self.truncated,
-        }
-
 
 @dataclass(kw_only=True)
 class GraphResult(launch.ProgramResult):
@@ -73,19 +67,7 @@ class GraphResult(launch.ProgramResult):
     explanations: list[str] = field(default_factory=list)
     dot: str = ""
     svg: str | None = None
-    dot_only: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.head_json(),
-            "roots": self.roots,
-            "tensors": self.tensors,
-            "nodes": [n.to_json() for n in self.nodes],
-            "explanations": self.explanations,
-            "notes": self.notes,
-            "dot": self.dot,
-            "svg": self.svg,
-        }
+    dot_only: bool = field(default=False, metadata=spec(omit=True))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -49,9 +49,6 @@ class Kernel:
     path: str | None
     line: int | None
 
-    def to_json(self) -> dict[str, object]:
-        return {"key": self.key, "kind": self.kind, "path": self.path, "line": self.line}
-
 
 def parse_table(text: str | None) -> dict[str, TableEntry]:
     table: dict[str, TableEntry] = {}

@@ -24,6 +24,7 @@ from typing import Any
 
 from onboard import proc
 from onboard.errors import BadInput, OnboardError, ProcTimeout
+from onboard.jsonable import spec
 from onboard.proc import Leftover, left_note
 from onboard.redact import redact
 from onboard.report import Reporter
@@ -54,9 +55,11 @@ class Program:
     target: str  # the script's path, the module name or the code
     args: tuple[str, ...]
     python: str
-    options: tuple[str, ...]  # interpreter options passed on (-W, -X, -u ...)
-    shown: str  # the command as the user would type it
-    preimport: bool = False  # `onboard trace -c`: torch is imported for the code
+    # interpreter options passed on (-W, -X, -u ...)
+    options: tuple[str, ...] = field(metadata=spec(omit=True))
+    shown: str = field(metadata=spec(key="command"))  # the command as the user would type it
+    # `onboard trace -c`: torch is imported for the code
+    preimport: bool = field(default=False, metadata=spec(omit=True))
 
     @property
     def runnable(self) -> str:
@@ -68,15 +71,6 @@ class Program:
         else:
             what = ["-m", self.target] if self.kind == "module" else [self.target]
         return shlex.join([self.python, *self.options, *what, *self.args])
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "target": self.target,
-            "args": list(self.args),
-            "python": self.python,
-            "command": self.shown,
-        }
 
 
 def _is_python(word: str) -> bool:
@@ -231,10 +225,11 @@ class ProgramResult:
     torch_version: str
     commit: str | None
     program_exit: int  # the program's own exit status
-    error: str | None
-    output_tail: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    error: str | None = field(metadata=spec(key="program_error"))
     left_running: list[Leftover] = field(default_factory=list)
+    output_tail: list[str] = field(default_factory=list, metadata=spec(omit=True))
+    # last in JSON, after the result's own keys (json_extra)
+    notes: list[str] = field(default_factory=list, metadata=spec(omit=True))
 
     @staticmethod
     def ran(ran: Ran, program: Program, commit: str | None) -> dict[str, Any]:
@@ -256,16 +251,8 @@ class ProgramResult:
         """onboard's: 1 when the program failed (its own status is ``program_exit``)."""
         return 0 if self.program_exit == 0 else 1
 
-    def head_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.program_exit == 0,
-            "program": self.program.to_json(),
-            "torch_version": self.torch_version,
-            "commit": self.commit,
-            "program_exit": self.program_exit,
-            "program_error": self.error,
-            "left_running": [p.to_json() for p in self.left_running],
-        }
+    def json_extra(self) -> dict[str, Any]:
+        return {"ok": self.program_exit == 0, "notes": self.notes}
 
 
 def run(

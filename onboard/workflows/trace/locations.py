@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard.cache import cache_dir
+from onboard.jsonable import spec
 from onboard.report import Reporter
 from onboard.workflows.opsource.anatomy import KernelSite
 from onboard.workflows.opsource.context import TreeContext

@@ -11,10 +11,10 @@ a CPU-only program did not run ``empty_cuda`` or a ``.cu`` file's stub.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
 
+from onboard.jsonable import spec
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import optree
 from onboard.workflows.trace.locations import OpPlaces, Sources
@@ -49,14 +49,6 @@ class KernelPlace:
     registered: SourceLoc | None
     calls: int = 0  # how many of the op's calls ran it
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "kind": self.kind,
-            "registered": self.registered.to_json() if self.registered else None,
-            "calls": self.calls,
-        }
-
 
 @dataclass
 class OpSummary:
@@ -64,18 +56,8 @@ class OpSummary:
     calls: int
     ns: int
     self_ns: int
-    kernels: list[KernelPlace]
-    places: OpPlaces | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "calls": self.calls,
-            "ns": self.ns,
-            "self_ns": self.self_ns,
-            "kernels_ran": [k.to_json() for k in self.kernels],
-            "source": self.places.to_json() if self.places else None,
-        }
+    kernels: list[KernelPlace] = field(metadata=spec(key="kernels_ran"))
+    places: OpPlaces | None = field(metadata=spec(key="source"))
 
 
 def summaries(all_ops: list[optree.Node], sources: Sources) -> dict[str, OpSummary]:

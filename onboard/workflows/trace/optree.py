@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from onboard.jsonable import spec
 from onboard.workflows.trace.dispatch import AutogradKernel, Kernel, TableEntry, Walk, walk
 from onboard.workflows.trace.guards import CallSite, excluded_at_call
 
@@ -29,25 +30,36 @@ class Allocation:
     reserved: int  # what it held from the system (the CUDA caching allocator's cache)
 
 
+_BY_KIND = spec(omit=True)  # Node: a key of its kind's, in json_extra
+
+
 @dataclass(slots=True)
 class Node:
+    # In JSON: kind and label, then (json_extra) the keys of its kind: an op's times,
+    # inputs and kernels, a call's place; the other fields are left to json_extra.
     kind: str  # call / op
     label: str  # aten::zeros, torch.zeros, step
-    path: str | None = None
-    line: int | None = None
-    torch_path: str | None = None  # for a call: the torch/*.py line that made it
-    torch_line: int | None = None
-    ns: int = 0
-    seq: int = -1  # the profiler's autograd sequence number: >= 0 when an autograd key was
-    # in the call's key set and grad mode was on (not "a grad_fn was made")
-    keys_basis: str = "replayed"  # how the keys it had excluded are known (guards.py)
-    graph: bool = False  # for a call: its output had a grad_fn (autograd history recorded)
-    inputs: list[str] = field(default_factory=list)
-    kernels: tuple[Kernel, ...] = ()
-    allocations: list[Allocation] = field(default_factory=list)
-    children: list[Node] = field(default_factory=list)
-    count: int = 1  # how many identical subtrees this node stands for
-    shape: int = -1  # set by fold: equal for subtrees that fold together (not times or counts)
+    path: str | None = field(default=None, metadata=_BY_KIND)
+    line: int | None = field(default=None, metadata=_BY_KIND)
+    # for a call: the torch/*.py line that made it
+    torch_path: str | None = field(default=None, metadata=_BY_KIND)
+    torch_line: int | None = field(default=None, metadata=_BY_KIND)
+    ns: int = field(default=0, metadata=_BY_KIND)
+    # the profiler's autograd sequence number: >= 0 when an autograd key was in the
+    # call's key set and grad mode was on (not "a grad_fn was made")
+    seq: int = field(default=-1, metadata=_BY_KIND)
+    # how the keys it had excluded are known (guards.py)
+    keys_basis: str = field(default="replayed", metadata=_BY_KIND)
+    # for a call: its output had a grad_fn (autograd history recorded)
+    graph: bool = field(default=False, metadata=_BY_KIND)
+    inputs: list[str] = field(default_factory=list, metadata=_BY_KIND)
+    kernels: tuple[Kernel, ...] = field(default=(), metadata=_BY_KIND)
+    allocations: list[Allocation] = field(default_factory=list, metadata=_BY_KIND)
+    children: list[Node] = field(default_factory=list, metadata=_BY_KIND)
+    # how many identical subtrees this node stands for
+    count: int = field(default=1, metadata=_BY_KIND)
+    # set by fold: equal for subtrees that fold together (not times or counts)
+    shape: int = field(default=-1, metadata=spec(omit=True))
 
     @property
     def is_op(self) -> bool:
@@ -65,24 +77,24 @@ class Node:
     def allocated_bytes(self) -> int:
         return sum(a.bytes for a in self.allocations if a.bytes > 0)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "label": self.label, "count": self.count}
+    def json_extra(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"count": self.count}
         if self.kind == "op":
             data.update(
                 ns=self.ns,
                 self_ns=self.self_ns,
                 inputs=self.inputs,
                 sequence_nr=self.seq,
-                kernels=[k.to_json() for k in self.kernels],
+                kernels=self.kernels,
                 kernels_basis=self.keys_basis,
                 allocated_bytes=self.allocated_bytes,
-                allocations=[asdict(a) for a in self.allocations],
+                allocations=self.allocations,
             )
         else:
             data.update(path=self.path, line=self.line, recorded_graph=self.graph)
             if self.torch_path:
                 data.update(torch_path=self.torch_path, torch_line=self.torch_line)
-        data["children"] = [c.to_json() for c in self.children]
+        data["children"] = self.children
         return data
 
 

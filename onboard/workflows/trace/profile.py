@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard.errors import BadInput
+from onboard.jsonable import spec
 from onboard.report import Reporter
 from onboard.workflows.opsource import scan
 from onboard.workflows.opsource.paths import SourceLoc
@@ -50,54 +51,39 @@ class MemoryUse:
     bytes: int
     peak_allocated: int
     peak_reserved: int
-    outside_allocations: int = 0  # of the allocations, those no op made
-    outside_bytes: int = 0
+    # of the allocations, those no op made (JSON: outside_ops, json_extra)
+    outside_allocations: int = field(default=0, metadata=spec(omit=True))
+    outside_bytes: int = field(default=0, metadata=spec(omit=True))
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, Any]:
         return {
-            "device": self.device,
-            "allocator": self.allocator,
-            "header": self.header.to_json() if self.header else None,
-            "allocations": self.allocations,
-            "bytes": self.bytes,
-            "outside_ops": {"allocations": self.outside_allocations, "bytes": self.outside_bytes},
-            "peak_allocated": self.peak_allocated,
-            "peak_reserved": self.peak_reserved,
+            "outside_ops": {"allocations": self.outside_allocations, "bytes": self.outside_bytes}
         }
 
 
 @dataclass(kw_only=True)
 class TraceResult(launch.ProgramResult):
-    tree_label: str
-    run_seconds: float
+    tree_label: str = field(metadata=spec(key="tree_source"))
+    run_seconds: float = field(metadata=spec(digits=4))
     tree: list[optree.Node]
     ops: dict[str, op_summary.OpSummary]
-    total_calls: int
-    distinct_ops: int
-    total_ns: int
-    slowest: list[str]
+    # JSON: "summary" {op_calls, distinct_ops, op_ns, slowest} (json_extra)
+    total_calls: int = field(metadata=spec(omit=True))
+    distinct_ops: int = field(metadata=spec(omit=True))
+    total_ns: int = field(metadata=spec(omit=True))
+    slowest: list[str] = field(metadata=spec(omit=True))
     memory: list[MemoryUse]
     cuda: dict[str, Any] | None
     hints: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.head_json(),
-            "tree_source": self.tree_label,
-            "run_seconds": round(self.run_seconds, 4),
-            "tree": [n.to_json() for n in self.tree],
-            "ops": {name: s.to_json() for name, s in self.ops.items()},
-            "summary": {
-                "op_calls": self.total_calls,
-                "distinct_ops": self.distinct_ops,
-                "op_ns": self.total_ns,
-                "slowest": self.slowest,
-            },
-            "memory": [m.to_json() for m in self.memory],
-            "cuda": self.cuda,
-            "hints": self.hints,
-            "notes": self.notes,
+    def json_extra(self) -> dict[str, Any]:
+        summary = {
+            "op_calls": self.total_calls,
+            "distinct_ops": self.distinct_ops,
+            "op_ns": self.total_ns,
+            "slowest": self.slowest,
         }
+        return {"summary": summary, **super().json_extra()}
 
 
 @dataclass(frozen=True, kw_only=True)
