@@ -66,15 +66,9 @@ class OpPlaces:
     op: str  # aten::empty.memory_format
     yaml: SourceLoc | None
     kernels: list[KernelSite] = field(default_factory=list)
-    not_found: dict[str, list[str]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "yaml": self.yaml.to_json() if self.yaml else None,
-            "kernels": [k.to_json() for k in self.kernels],
-            "kernels_not_found": self.not_found,
-        }
+    not_found: dict[str, list[str]] = field(
+        default_factory=dict, metadata=spec(key="kernels_not_found")
+    )
 
 
 @dataclass
