@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from onboard.jsonable import spec
 from onboard.workflows.reviews.trailers import is_bot
 
 _WS = re.compile(r"\s+")
@@ -45,14 +46,14 @@ class ReviewComment:
     line: int | None
     original_line: int | None
     start_line: int | None
-    original_start_line: int | None
-    diff_hunk: str
+    original_start_line: int | None = field(metadata=spec(omit=True))
     user: str  # "ghost" for a deleted account
-    user_is_bot: bool
+    user_is_bot: bool = field(metadata=spec(omit=True))
     body: str
-    in_reply_to: int | None
+    in_reply_to: int | None = field(metadata=spec(key="in_reply_to_id"))
     url: str
     created_at: str
+    diff_hunk: str  # last in JSON: the longest
 
     @classmethod
     def from_api(cls, pr: int, data: Any) -> ReviewComment | None:
@@ -97,22 +98,6 @@ class ReviewComment:
         shown = len(self.anchor())
         return body[max(0, len(body) - shown - n) : len(body) - shown]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "pr": self.pr,
-            "path": self.path,
-            "line": self.line,
-            "original_line": self.original_line,
-            "start_line": self.start_line,
-            "user": self.user,
-            "body": self.body,
-            "in_reply_to_id": self.in_reply_to,
-            "url": self.url,
-            "created_at": self.created_at,
-            "diff_hunk": self.diff_hunk,
-        }
-
 
 @dataclass(frozen=True)
 class Review:
@@ -122,7 +107,7 @@ class Review:
     body: str
     url: str
     submitted_at: str
-    user_is_bot: bool = False
+    user_is_bot: bool = field(default=False, metadata=spec(omit=True))
 
     @classmethod
     def from_api(cls, pr: int, data: Any) -> Review | None:
@@ -140,27 +125,21 @@ class Review:
             user_is_bot=is_bot(_str(user.get("login")) or None, _str(user.get("type")) or None),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pr": self.pr,
-            "user": self.user,
-            "state": self.state,
-            "body": self.body,
-            "url": self.url,
-            "submitted_at": self.submitted_at,
-        }
-
 
 @dataclass
 class Thread:
     """A review comment and its replies, oldest first."""
 
-    comments: list[ReviewComment]
+    # In JSON after the thread's own keys (json_extra): its root's pr and path come first.
+    comments: list[ReviewComment] = field(metadata=spec(omit=True))
     root_deleted: bool = False  # the replies point at a comment that is gone
-    still_at: int | None = None  # the commented code's line at the installed commit
-    checked: bool = False  # whether ``still_at`` was looked for
-    path_now: str = ""  # the file's name today (the comment may name an older one)
-    extra: dict[str, Any] = field(default_factory=dict)
+    # the commented code's line at the installed commit
+    still_at: int | None = field(default=None, metadata=spec(key="line_now"))
+    checked: bool = field(default=False, metadata=spec(omit=True))  # whether ``still_at``
+    # was looked for
+    # the file's name today (the comment may name an older one; JSON: json_extra)
+    path_now: str = field(default="", metadata=spec(omit=True))
+    extra: dict[str, Any] = field(default_factory=dict, metadata=spec(omit=True))
 
     @property
     def root(self) -> ReviewComment:
@@ -170,16 +149,14 @@ class Thread:
     def reviewers(self) -> list[str]:
         return list(dict.fromkeys(c.user for c in self.comments))
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, Any]:
         return {
             "pr": self.root.pr,
             "path": self.root.path,
             "path_now": self.path_now or self.root.path,
-            "root_deleted": self.root_deleted,
             "still_exists": (self.still_at is not None) if self.checked else None,
-            "line_now": self.still_at,
             "anchor": self.root.anchor(),
-            "comments": [c.to_json() for c in self.comments],
+            "comments": self.comments,
         }
 
 
