@@ -5,9 +5,9 @@ noxfile, a scaffold, a manifest, caches) goes through ``write_text`` /
 ``write_bytes``: the data goes to a temporary file beside the target, which
 replaces the target in one rename, and the temporary file is removed on any
 failure (a full disk included), so a reader never sees half a file and no
-``*.tmp`` is left behind. While a transaction is open (``transaction.py``),
-the write is also journalled, so a rollback restores the file it replaced
-or removes the file it created.
+``*.tmp`` is left behind. While a transaction is open (onboard/transaction/),
+the write is also journalled first (``journalling.file_journal``), so a rollback
+restores the file it replaced or removes the file it created.
 """
 
 from __future__ import annotations
@@ -17,21 +17,9 @@ import errno
 import os
 import secrets
 from pathlib import Path
-from typing import Protocol
 
+from onboard import journalling
 from onboard.errors import BadInput, OnboardError
-
-
-class Journal(Protocol):
-    """What an open transaction (``transaction.py``) records before a change."""
-
-    def before_write(self, path: Path, data: bytes) -> None: ...
-
-    def make_dirs(self, folder: Path) -> None: ...
-
-
-# The open transaction, if any (innermost last).
-active: list[Journal] = []
 
 # errno values that describe the user's disk or permissions, not a bug.
 READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -42,7 +30,8 @@ def write_bytes(path: Path, data: bytes, *, mode: int | None = None, journal: bo
     """Replace ``path`` with ``data`` atomically; inside a transaction the write
     is journalled unless ``journal`` is False (caches: rebuilt, never restored)."""
     path = Path(path)
-    for tx in active[-1:] if journal else []:
+    tx = journalling.file_journal() if journal else None
+    if tx is not None:
         tx.before_write(path, data)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
     try:
@@ -99,8 +88,9 @@ def with_line_endings_of(old: bytes, new: str) -> bytes:
 
 def make_dirs(folder: Path) -> None:
     """``mkdir -p`` (journalled inside a transaction: a rollback removes what it made)."""
-    if active:
-        active[-1].make_dirs(Path(folder))
+    tx = journalling.file_journal()
+    if tx is not None:
+        tx.make_dirs(Path(folder))
     else:
         Path(folder).mkdir(parents=True, exist_ok=True)
 

@@ -23,6 +23,7 @@ from onboard import git as git_mod
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import OnboardError, ProcError
+from onboard.workflows.reviews.request import ReviewsRequest
 from onboard.workflows.reviews.run_reviews import reviews
 
 
@@ -46,7 +47,7 @@ def test_a_lock_file_left_in_the_way_of_the_history_fetch_is_named(
     lock = ws / "pytorch" / ".git" / "shallow.lock"
     lock.touch()
     with pytest.raises(OnboardError) as info:
-        reviews([UNARY_OPS], workspace=str(ws), api_url=api.url)
+        reviews(ReviewsRequest(targets=[UNARY_OPS], workspace=str(ws), api_url=api.url))
     assert str(lock) in info.value.message
     assert f"rm -f {lock}" in (info.value.next_step or "")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from fixtures.user_state import UserState, git
 
-from onboard import cache, files, lock, proc, signals, transaction
+from onboard import cache, files, journalling, lock, proc, signals, transaction
 from onboard.errors import BadInput, OnboardError, ProcTimeout
 from onboard.report import Reporter
 
@@ -230,11 +230,8 @@ def test_a_created_file_the_user_changed_meanwhile_is_kept(repo: Path) -> None:
     path = repo.parent / "PR_DRAFT.md"
     tx = transaction.Transaction(_scope(repo), "t", Reporter())
     _scope(repo).mkdir()
-    files.active.append(tx)
-    try:
+    with journalling.opened(tx):
         files.write_text(path, "onboard's draft\n")
-    finally:
-        files.active.remove(tx)
     path.write_text("the user edited it\n")
     tx.rollback()
     assert path.read_text() == "the user edited it\n"

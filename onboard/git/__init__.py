@@ -2,9 +2,9 @@
 modules (``git.refs.update_ref(...)``), never a function imported on its own, so that
 a test can stand in for one at the moment it runs.
 
-- ``core``: the one door every git command goes through (its observers, the reflog
-  identity of the open transaction, no optional locks for reads, lock errors that
-  name the lock and its holder);
+- ``core``: the one door every git command goes through (told to the open
+  transaction, which it names in the reflog: ``onboard.journalling``; no optional
+  locks for reads, lock errors that name the lock and its holder);
 - ``repository``: where a repository is, its git folder and object store, making one;
 - ``refs``: HEAD, branches, every ref at once, moving one;
 - ``status``: what the work tree holds against HEAD (``git status``, also started ahead);

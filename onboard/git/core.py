@@ -3,10 +3,11 @@
 
 Through it, each command:
 
-- is seen by the ``observers`` (the open transaction journals those that delete refs
-  or stash entries: see onboard/transaction/);
-- carries the open transaction's name for git's reflog (``acting_as``, innermost
-  last), so the transaction's audit tells onboard's moves from the user's;
+- is told to the open transactions (``journalling.git_journals``: each journals
+  those that delete refs or stash entries, see onboard/transaction/);
+- carries the innermost open transaction's name for git's reflog
+  (``journalling.reflog_name``), so the transaction's audit tells onboard's moves
+  from the user's;
 - takes no optional lock when it only reads (GIT_OPTIONAL_LOCKS=0, as `git
   --no-optional-locks`): `git status` then never refreshes and writes back the
   index, which takes ``index.lock`` while another writer (the user's git, or
@@ -30,15 +31,10 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from onboard import proc, signals
+from onboard import journalling, proc, signals
 from onboard.errors import ProcError, ProcTimeout
 
 PathLike = str | os.PathLike[str]
-
-# The open transactions' names for git's reflog (innermost last), and what
-# watches every git command onboard runs.
-acting_as: list[str] = []
-observers: list[Callable[[PathLike | None, list[str]], None]] = []
 
 
 def git(
@@ -93,10 +89,10 @@ def stream(
     """A network command (fetch, push, submodule update) whose output comes line by
     line to ``on_line``, stopped after ``idle_timeout`` seconds without any
     (``ProcTimeout``): a server that hangs must not hold the terminal. Its refs
-    are remote-tracking ones, which git names itself (no ``acting_as``)."""
+    are remote-tracking ones, which git names itself (no reflog name of onboard's)."""
     args, guard = none_of_their_programs(repo, tuple(args), extra_env)
-    for observer in observers:
-        observer(repo, list(args))
+    for tx in journalling.git_journals():
+        tx.before_git(repo, list(args))
     env = proc.environ({**read_only_env(args), **(extra_env or {}), **guard})
     argv = ["git", "-C", os.fspath(repo), *args]
     return proc.stream(
@@ -107,18 +103,19 @@ def stream(
 def _prepare(
     repo: PathLike | None, args: Sequence[str], extra_env: Mapping[str, str] | None
 ) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The arguments and environment of one command, told to the observers."""
+    """The arguments and environment of one command, told to the open transactions."""
     args = tuple(args)
-    if acting_as:
+    name = journalling.reflog_name()
+    if name is not None:
         # Every ref this run moves carries onboard's name in its reflog (porcelain
         # commands read GIT_REFLOG_ACTION; plumbing's update-ref takes -m): the
         # transaction's audit tells onboard's moves from the user's by it.
-        extra_env = {"GIT_REFLOG_ACTION": acting_as[-1], **(extra_env or {})}
+        extra_env = {"GIT_REFLOG_ACTION": name, **(extra_env or {})}
         if args and args[0] == "update-ref" and "-m" not in args:
-            args = ("update-ref", "-m", acting_as[-1], *args[1:])
+            args = ("update-ref", "-m", name, *args[1:])
     args, guard = none_of_their_programs(repo, args, extra_env)
-    for observer in observers:
-        observer(repo, list(args))
+    for tx in journalling.git_journals():
+        tx.before_git(repo, list(args))
     # (guard last: its count includes the settings extra_env gives, after them)
     return args, {**read_only_env(args), **(extra_env or {}), **guard}
 

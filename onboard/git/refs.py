@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from onboard import journalling
 from onboard.git import core
 from onboard.git.core import PathLike
 
@@ -74,7 +75,7 @@ def snapshot(repo: PathLike) -> dict[str, Any]:
 def update_ref(repo: PathLike, ref: str, new: str, *, old: str | None = None) -> None:
     """Point ``ref`` at ``new``; with ``old``, only if it is there now (all zeros: absent)."""
     # --create-reflog: a tag or refs/onboard/* gets a reflog too, naming onboard.
-    message = core.acting_as[-1] if core.acting_as else "onboard"
+    message = journalling.reflog_name() or "onboard"
     args = ["update-ref", "--create-reflog", "-m", message, ref, new]
     core.git(repo, *args + ([old] if old is not None else []), what=f"updating {ref}")
 

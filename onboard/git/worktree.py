@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from onboard import journalling
 from onboard.errors import OnboardError
 from onboard.git import core, refs
 from onboard.git.core import PathLike
@@ -44,8 +45,9 @@ def switch_new_branch(repo: PathLike, branch: str) -> str | None:
     only by that prefix, which GIT_REFLOG_ACTION alone would replace."""
     old = refs.current_branch(repo) or refs.head_sha(repo) or "(invalid)"
     action = f"checkout: moving from {old} to {branch}"
-    if core.acting_as:
-        action += f" ({core.acting_as[-1]})"
+    name = journalling.reflog_name()
+    if name is not None:
+        action += f" ({name})"
     result = core.git(
         repo, "checkout", "-q", "-b", branch, check=False, extra_env={"GIT_REFLOG_ACTION": action}
     )

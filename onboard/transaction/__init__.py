@@ -6,6 +6,11 @@
         files.write_text(path, text)            # journalled: created, or replaced (backed up)
         ...                                     # leaving the block commits
 
+Inside the block, ``files`` and ``git.core`` hand each change to ``tx`` before
+making it: ``begin`` opens ``journalling.opened(tx)``, the one place that sets
+the open transaction (onboard/journalling.py). The journal and its entries are
+``journal.py``; the steps that write them, and ``Transaction``, ``steps.py``.
+
 What it guarantees (docs/safety.md tells it for users):
 
 - **One writer.** The block holds the scope's lock (``lock.py``): a second
@@ -35,11 +40,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from onboard import files, git, lock, proc, signals
+from onboard import files, git, journalling, lock, proc, signals
 from onboard.report import Reporter
 from onboard.scope import CONFIG_NAME, JOURNAL, interrupted_note, scope_of, unsettled
-from onboard.transaction.journal import BACKUPS, Transaction
+from onboard.transaction.journal import BACKUPS
 from onboard.transaction.recovery import Recovered, recover
+from onboard.transaction.steps import Transaction
 
 __all__ = [
     "BACKUPS",
@@ -103,18 +109,6 @@ def settle(scope: Path) -> None:
 
 
 @contextlib.contextmanager
-def _journalling(tx: Transaction) -> Iterator[None]:
-    """While the block runs, onboard's file writes and git commands report to ``tx``."""
-    files.active.append(tx)
-    git.core.observers.append(tx.before_git)
-    try:
-        yield
-    finally:
-        git.core.observers.remove(tx.before_git)
-        files.active.remove(tx)
-
-
-@contextlib.contextmanager
 def begin(
     scope: Path,
     *,
@@ -137,23 +131,24 @@ def begin(
                 recover(scope, reporter)
         name = f"journal.{os.getpid()}-{secrets.token_hex(2)}.json" if nested else JOURNAL
         tx = Transaction(scope, command, reporter, journal_name=name)
-        git.core.acting_as.append(tx.identity)
-        try:
+        # The block's file writes and git commands go to ``tx`` before they are made
+        # (onboard/journalling.py: one context variable, set here and only here).
+        with journalling.opened(tx) as open_tx:
             try:
-                with _journalling(tx):
-                    yield tx
+                yield tx
             except BaseException:
+                # Its rollback is not new work to journal; git still names the run.
+                open_tx.recording = False
                 with signals.critical():
                     tx.rollback()
                 raise
+            open_tx.recording = False
             # A signal arriving from here on finds the work complete: it is kept
             # and reported as done (when this is the command's last step).
             with signals.critical():
                 tx.commit()
                 if final:
                     signals.work_complete()
-        finally:
-            git.core.acting_as.remove(tx.identity)
 
 
 def in_workspace(

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from onboard import git
 from onboard.errors import OnboardError
-from onboard.transaction.entries import IDENTITY_PREFIX, ZERO, Entry, Journalled, of_kind
+from onboard.transaction.journal import IDENTITY_PREFIX, ZERO, Entry, Journalled, of_kind
 
 
 def audit(tx: Journalled, *, rolled_back: bool) -> None:

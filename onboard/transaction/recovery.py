@@ -17,8 +17,8 @@ from pathlib import Path
 
 from onboard.report import Reporter
 from onboard.scope import journals
-from onboard.transaction.entries import parse
-from onboard.transaction.journal import Transaction
+from onboard.transaction.journal import parse
+from onboard.transaction.steps import Transaction
 
 
 @dataclass

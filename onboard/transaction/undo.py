@@ -28,7 +28,7 @@ from pathlib import Path
 
 from onboard import git, signals
 from onboard.errors import OnboardError
-from onboard.transaction.entries import Entry, Journalled, file_sha, of_kind, sha256
+from onboard.transaction.journal import Entry, Journalled, file_sha, of_kind, sha256
 
 # How a repository's HEAD came out of the rollback.
 UNCHANGED = "unchanged"  # where the user left it before the run

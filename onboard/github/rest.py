@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any
 
-from onboard.github_token import Token
+from onboard.github.token import Token
 from onboard.redact import redact
 
 
@@ -22,7 +22,8 @@ class Stop(Exception):
     """No more requests this run; the text says why."""
 
 
-def utc(epoch: int) -> str:
+def utc(epoch: int | str) -> str:
+    """A reset time (epoch seconds) as HH:MM UTC; what GitHub sent when it is not one."""
     import datetime as dt
 
     try:

@@ -1,6 +1,6 @@
 """Which GitHub token to use, and where it came from.
 
-Kept apart from ``github`` (PyGithub's client and its answers) so that a
+Kept apart from the clients (``client``, ``issues``, ``pulls``) so that a
 command that only asks "is there a token?" (harvest, pr's dry run) imports
 nothing more.
 """

@@ -1,22 +1,71 @@
-"""onboard's own git changes, each journalled before git makes it.
+"""Every change a run makes, each journalled before it is made, and the run itself.
 
-``RepoWatch`` records a repository as the user left it (every ref, the stash,
-HEAD) and the git commands that can delete refs; ``HeadSteps`` move HEAD or the
-work tree, only from a clean tree; ``RefSteps`` create, move and delete refs
-with compare-and-swap, so that git refuses when a ref is no longer where
-onboard saw it.
+- ``FileSteps``: files it writes and folders it creates (``files`` hands each write
+  to the open transaction: ``onboard.journalling``);
+- ``RepoWatch``: a repository as the user left it (every ref, the stash, HEAD), and
+  the git commands that can delete refs (``git.core`` tells it each one);
+- ``HeadSteps``: moving HEAD or the work tree, only from a clean tree;
+- ``RefSteps``: creating, moving and deleting refs with compare-and-swap, so that
+  git refuses when a ref is no longer where onboard saw it;
+- ``Transaction``: all of them; ``commit`` keeps the run's work, ``rollback`` undoes
+  what is still its own (``undo.py``); both end with the ref audit (``audit.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import shutil
 from pathlib import Path
 
 from onboard import git
 from onboard.errors import OnboardError
-from onboard.transaction.entries import ZERO, Entry, of_kind
-from onboard.transaction.record import Journal
+from onboard.transaction import audit, undo
+from onboard.transaction.journal import BACKUPS, ZERO, Entry, Journal, of_kind, sha256
+
+
+class FileSteps(Journal):
+    """Files and folders, journalled before each change (``files`` calls
+    ``before_write`` for every write under an open transaction)."""
+
+    def before_write(self, path: Path, data: bytes) -> None:
+        """``path`` is about to hold ``data``: keep a copy of what it held first (once
+        per run), and the digest of what onboard wrote, which a rollback compares
+        before it puts the copy back."""
+        if self.owns(path):
+            return
+        path = Path(os.path.abspath(path))
+        for entry in of_kind(self.entries, "file"):
+            if entry["path"] == str(path):
+                entry["sha"] = sha256(data)
+                self.save()
+                return
+        backup = None
+        if path.exists():
+            self.backups.mkdir(parents=True, exist_ok=True)
+            backup = self.backups / f"{len(self.entries)}-{path.name}"
+            shutil.copy2(path, backup)
+        self.record(
+            {
+                "kind": "file",
+                "path": str(path),
+                "sha": sha256(data),
+                "backup": str(backup) if backup else None,
+            }
+        )
+
+    def make_dirs(self, folder: Path) -> None:
+        """``mkdir -p``, journalling each folder it creates."""
+        folder = Path(os.path.abspath(folder))
+        missing = []
+        probe = folder
+        while not probe.exists():
+            missing.append(probe)
+            probe = probe.parent
+        for path in reversed(missing):
+            self.record({"kind": "dir", "path": str(path)})
+            path.mkdir()
 
 
 def deletes_refs(args: list[str]) -> bool:
@@ -38,7 +87,7 @@ def deletes_refs(args: list[str]) -> bool:
 
 class RepoWatch(Journal):
     def before_git(self, repo: str | os.PathLike[str] | None, args: list[str]) -> None:
-        """Called by ``git.core`` for every git command under an open transaction."""
+        """Called by ``git.core`` for every git command while this transaction records."""
         if repo is not None and deletes_refs(args):
             self.record({"kind": "git", "repo": os.path.abspath(repo), "args": args})
 
@@ -172,3 +221,31 @@ class RefSteps(RepoWatch):
         repo = Path(os.path.abspath(repo))
         self.record({"kind": "deleted", "repo": str(repo), "ref": ref, "old": old})
         git.refs.delete_ref(repo, ref, old)
+
+
+class Transaction(FileSteps, HeadSteps, RefSteps):
+    """One run: its journal and its steps; ``commit`` keeps its work, ``rollback``
+    undoes what is still its own (``undo.py``); both end with the ref audit."""
+
+    def commit(self) -> None:
+        """The run's work is complete: keep it, audit the user's refs, drop the journal."""
+        if self.committed:
+            return
+        self.committed = True
+        self.save()
+        audit.audit(self, rolled_back=False)
+        self.forget()
+
+    def rollback(self) -> None:
+        undo.rollback(self)
+        audit.audit(self, rolled_back=True)
+        self.forget()
+
+    def forget(self) -> None:
+        for note in self.notes:
+            self.reporter.step(note)
+        shutil.rmtree(self.backups, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another run's backups, or none
+            (self.scope / BACKUPS).rmdir()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.journal_path)

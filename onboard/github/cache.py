@@ -18,7 +18,7 @@ What is asked when:
   is waited out once, a longer one or a used-up limit (``x-ratelimit-remaining: 0``)
   stops all further requests for the run, which goes on with what is kept.
 
-The requests themselves: `onboard/github_rest.py` (PyGithub's requester).
+The requests themselves: ``rest`` (PyGithub's requester).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from onboard import cache
-from onboard import github_rest as rest
-from onboard.github_token import Token
+from onboard.github import rest
+from onboard.github.token import Token
+from onboard.jsonable import spec
 from onboard.redact import redact
 from onboard.report import Reporter
 
@@ -58,11 +59,11 @@ class ApiStats:
     not_modified: int = 0  # of which answered 304 (free)
     from_cache: int = 0  # answered from disk, nothing sent
     rebuilt: int = 0  # kept answers that did not read back and were fetched again
-    remaining: int | None = None
-    limit: int | None = None
-    reset: int | None = None
+    remaining: int | None = field(default=None, metadata=spec(key="rate_limit_remaining"))
+    limit: int | None = field(default=None, metadata=spec(key="rate_limit"))
+    reset: int | None = field(default=None, metadata=spec(key="rate_limit_reset"))
     stopped: str | None = None  # why no more requests were sent
-    waited_s: float = 0.0
+    waited_s: float = field(default=0.0, metadata=spec(digits=1))
     missing: list[str] = field(default_factory=list)  # what could not be had, one line each
 
     def summary(self) -> str:
@@ -78,20 +79,6 @@ class ApiStats:
             if self.reset:
                 text += f", resets {utc(self.reset)}"
         return text + "."
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "not_modified": self.not_modified,
-            "from_cache": self.from_cache,
-            "rebuilt": self.rebuilt,
-            "rate_limit_remaining": self.remaining,
-            "rate_limit": self.limit,
-            "rate_limit_reset": self.reset,
-            "stopped": self.stopped,
-            "waited_s": round(self.waited_s, 1),
-            "missing": list(self.missing),
-        }
 
 
 @dataclass(frozen=True)
