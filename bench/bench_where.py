@@ -192,10 +192,11 @@ def main() -> None:
         )
         os.environ["XDG_CACHE_HOME"] = env["XDG_CACHE_HOME"]
         from onboard.workflows.locate import LocateRequest, locate
-        from onboard.workflows.where import where
+        from onboard.workflows.where import WhereRequest, where
 
         inproc_where = statistics.median(
-            _inprocess(lambda: where("trunc", workspace=str(ws_root))) for _ in range(args.runs)
+            _inprocess(lambda: where(WhereRequest.parse("trunc", workspace=str(ws_root))))
+            for _ in range(args.runs)
         )
         inproc_locate = statistics.median(
             _inprocess(lambda: locate(LocateRequest(message=MESSAGE, workspace=str(ws_root))))

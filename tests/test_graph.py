@@ -17,6 +17,7 @@ from onboard import proc
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
+from onboard.workflows.opsource.native_yaml import DerivativeEntry
 from onboard.workflows.trace import backward_nodes
 from onboard.workflows.trace.autograd_graph import GraphRequest, graph
 
@@ -37,30 +38,30 @@ NEEDS_DOT = pytest.mark.skipif(
 def test_backward_names_follow_torchgen() -> None:
     entries = backward_nodes.index(
         [
-            {
-                "name": "mul.Tensor(Tensor self, Tensor other) -> Tensor",
-                "op": "mul.Tensor",
-                "line": 10,
-                "formulas": {"self": "grad * other", "other": "grad * self", "result": "x"},
-            },
-            {
-                "name": "mul.Scalar(Tensor self, Scalar other) -> Tensor",
-                "op": "mul.Scalar",
-                "line": 20,
-                "formulas": {"self": "grad * other"},
-            },
-            {
-                "name": "argmax(Tensor self) -> Tensor",
-                "op": "argmax",
-                "line": 30,
-                "formulas": {"self": "non_differentiable"},
-            },
-            {
-                "name": "_foreach_add_.List(Tensor(a!)[] self, Tensor[] other) -> ()",
-                "op": "_foreach_add_.List",
-                "line": 40,
-                "formulas": {"self": "grad"},
-            },
+            DerivativeEntry(
+                name="mul.Tensor(Tensor self, Tensor other) -> Tensor",
+                op="mul.Tensor",
+                line=10,
+                formulas={"self": "grad * other", "other": "grad * self", "result": "x"},
+            ),
+            DerivativeEntry(
+                name="mul.Scalar(Tensor self, Scalar other) -> Tensor",
+                op="mul.Scalar",
+                line=20,
+                formulas={"self": "grad * other"},
+            ),
+            DerivativeEntry(
+                name="argmax(Tensor self) -> Tensor",
+                op="argmax",
+                line=30,
+                formulas={"self": "non_differentiable"},
+            ),
+            DerivativeEntry(
+                name="_foreach_add_.List(Tensor(a!)[] self, Tensor[] other) -> ()",
+                op="_foreach_add_.List",
+                line=40,
+                formulas={"self": "grad"},
+            ),
         ]
     )
     assert {k: (v.op, v.line) for k, v in entries.items()} == {

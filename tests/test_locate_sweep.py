@@ -28,6 +28,7 @@ from opsource_helpers import (
 )
 
 from onboard.workflows.locate import FOUND, NOT_TORCH, LocateRequest, LocateResult, locate
+from onboard.workflows.setup import SetupRequest
 
 PY = sys.executable
 ORACLE = Path(__file__).resolve().parent / "locate_oracle.py"
@@ -43,7 +44,7 @@ def wheel_ws_fixture(tmp_path_factory: pytest.TempPathFactory, shared_cache: Pat
 
     os.environ["XDG_CACHE_HOME"] = str(shared_cache)  # (the autouse fixture is per test)
     root = tmp_path_factory.mktemp("wheel") / "ws"
-    setup(root, from_wheel=True)
+    setup(SetupRequest(dest=root, from_wheel=True))
     return root
 
 

@@ -32,7 +32,7 @@ from onboard.errors import BadInput, OnboardError
 from onboard.workflows.trace import launch, optree
 from onboard.workflows.trace.dispatch import BELOW_AUTOGRAD, AutogradKernel, parse_table, walk
 from onboard.workflows.trace.profile import TraceRequest, trace
-from onboard.workflows.where import where
+from onboard.workflows.where import WhereRequest, where
 
 PY = sys.executable
 
@@ -251,7 +251,7 @@ def test_trace_locations_agree_with_where(clone_ws: Path, tmp_path: Path) -> Non
     assert result.tree[0].path == str(script) and result.tree[0].line == 2
     for op in ("aten::zeros", "aten::empty.memory_format", "aten::zero_", "aten::trunc"):
         mine = result.ops[op]
-        theirs = where(op, workspace=str(clone_ws))
+        theirs = where(WhereRequest.parse(op, workspace=str(clone_ws)))
         where_regs = {
             r.location.label for r in theirs.dispatch if r.op.startswith(op.split(".")[0])
         }

@@ -22,7 +22,8 @@ from onboard.views import trace as view
 from onboard.workflows.opsource.paths import SourceLoc
 from onboard.workflows.trace import optree
 from onboard.workflows.trace.profile import TraceRequest, TraceResult, trace
-from onboard.workflows.where import KernelSite, stubs
+from onboard.workflows.where import KernelSite
+from onboard.workflows.where.kernels import namesake_stubs
 
 PY = sys.executable
 LINEAR = """\
@@ -176,11 +177,11 @@ def test_namesake_stubs_in_other_namespaces_are_marked_ambiguous() -> None:
     def site(path: str) -> KernelSite:
         return KernelSite("stub_declare", "x_stub", SourceLoc(path, 2), (), "DECLARE_DISPATCH")
 
-    kept = stubs.resolve([site("a/One.h"), site("a/Two.h")], files.__getitem__)
+    kept = namesake_stubs([site("a/One.h"), site("a/Two.h")], files.__getitem__)
     assert [s.location.path for s in kept] == ["a/One.h", "a/Two.h"]
     assert all("ambiguous: 2 DispatchStubs are named x_stub" in s.detail for s in kept)
     files["a/Two.h"] = "namespace at {\nnamespace native {\nDECLARE_DISPATCH(f, x_stub)\n}}\n"
-    chosen = stubs.resolve(
+    chosen = namesake_stubs(
         [site("a/One.h"), KernelSite("stub_declare", "x_stub", SourceLoc("a/Two.h", 3))],
         files.__getitem__,
     )

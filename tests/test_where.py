@@ -33,8 +33,8 @@ from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, NoWorkspace
 from onboard.report import Reporter
-from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS
-from onboard.workflows.where import parse_query, where
+from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS, NativeEntry
+from onboard.workflows.where import WhereRequest, parse_query, where
 
 UNARY = "aten/src/ATen/native/UnaryOps.cpp"
 
@@ -59,7 +59,7 @@ def test_parse_query() -> None:
 
 
 def test_where_trunc_full_anatomy(clone_ws: Path) -> None:
-    result = where("trunc", workspace=str(clone_ws))
+    result = where(WhereRequest.parse("trunc", workspace=str(clone_ws)))
     commit = installed_commit()
     checkout = clone_ws / "pytorch"
 
@@ -134,7 +134,7 @@ def test_where_json_cli_mm_out(clone_ws: Path) -> None:
 
 
 def test_where_python_entry_point(clone_ws: Path) -> None:
-    result = where("torch.nn.functional.linear", workspace=str(clone_ws))
+    result = where(WhereRequest.parse("torch.nn.functional.linear", workspace=str(clone_ws)))
     assert result.op == "linear"
     assert result.entry_points[0].top_ops == ("aten::linear",)
     # linear is CompositeImplicitAutograd: on meta tensors it runs as other ops
@@ -153,7 +153,7 @@ def test_where_text_output(clone_ws: Path) -> None:
 
 def test_where_unknown_op_suggests(clone_ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(BadInput) as info:
-        where("trnc", workspace=str(clone_ws))
+        where(WhereRequest.parse("trnc", workspace=str(clone_ws)))
     assert "trunc" in info.value.message
     assert run_cli(cli, ["where", "trnc", "--workspace", str(clone_ws)]) == 2
     assert "Closest names: trunc" in capsys.readouterr().err
@@ -164,14 +164,14 @@ def test_where_unknown_op_suggests(clone_ws: Path, capsys: pytest.CaptureFixture
 
 def test_where_unknown_python_name(clone_ws: Path) -> None:
     with pytest.raises(BadInput) as info:
-        where("torch.nn.functional.no_such_fn", workspace=str(clone_ws))
+        where(WhereRequest.parse("torch.nn.functional.no_such_fn", workspace=str(clone_ws)))
     assert "does not exist" in info.value.message
 
 
 def test_where_no_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(NoWorkspace):
-        where("trunc")
+        where(WhereRequest.parse("trunc"))
     assert run_cli(cli, ["where", "trunc"]) == 1
 
 
@@ -186,7 +186,7 @@ def test_where_workspace_without_checkout(
 
 
 def test_where_reference_tree(reference_ws: Path) -> None:
-    result = where("trunc", workspace=str(reference_ws))
+    result = where(WhereRequest.parse("trunc", workspace=str(reference_ws)))
     assert len(result.yaml_entries) == 3
     roles = {k.role for k in result.kernels}
     # the tree holds the header: the stub's declaration is there, the .cpp kernels are not
@@ -229,7 +229,7 @@ def test_where_shows_the_dispatch_stub_the_kernel_calls_not_its_namesake(
     assert len(declaring) > 1, declaring  # the namesakes are in this tree
     own = {path for path, spaces in declaring.items() if spaces[-2:] == ["at", "native"]}
     assert len(own) == 1, declaring
-    result = where("copy_", workspace=str(reference_ws))
+    result = where(WhereRequest.parse("copy_", workspace=str(reference_ws)))
     declared = {k.location.path for k in result.kernels if k.role == "stub_declare"}
     assert declared == own
     assert not any("ambiguous" in k.detail for k in result.kernels)
@@ -257,7 +257,7 @@ def test_where_generated_shows_the_wrapper_the_binary_runs_and_the_copy_to_open(
     clone_ws: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     function, filename = _cpu_wrapper_from_a_cpp_trace()
-    result = where("mm", workspace=str(clone_ws), generated=True)
+    result = where(WhereRequest.parse("mm", workspace=str(clone_ws), generated=True))
     cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::mm")
     assert cpu.implementation == function
     assert cpu.location.path == f"build/aten/src/ATen/{filename}"
@@ -290,7 +290,7 @@ def test_python_meta_kernel_at_its_function_and_the_shadowed_cpp_one(clone_ws: P
     from fixtures.pytorch_repo import find_torch_dir
 
     site = find_torch_dir()
-    result = where("mm", workspace=str(clone_ws))
+    result = where(WhereRequest.parse("mm", workspace=str(clone_ws)))
     meta = [r for r in result.dispatch if r.op == "aten::mm" and r.key == "Meta"]
     assert len(meta) == 1
     # Not the torch.library.Library(...) line every Meta kernel shares, but meta_mm itself.
@@ -302,7 +302,7 @@ def test_python_meta_kernel_at_its_function_and_the_shadowed_cpp_one(clone_ws: P
     assert meta[0].registered_at.label == f"torch/_meta_registrations.py:{library}"
     assert meta[0].via == "meta"
 
-    trunc = where("trunc", workspace=str(clone_ws))
+    trunc = where(WhereRequest.parse("trunc", workspace=str(clone_ws)))
     python_meta = next(r for r in trunc.dispatch if r.op == "aten::trunc" and r.key == "Meta")
     assert python_meta.implementation == "torch._refs.trunc"  # the ref doubles as the meta
     shadowed = [r for r in trunc.dispatch if r.op == "aten::trunc" and r.key == "Meta (inactive)"]
@@ -318,7 +318,7 @@ def test_python_meta_kernel_at_its_function_and_the_shadowed_cpp_one(clone_ws: P
     assert "not run: the Python Meta kernel above runs instead" in res.output
     # With the generated sources at hand the row points at torchgen's wrapper, and is
     # still the one that does not run.
-    generated = where("trunc", workspace=str(clone_ws), generated=True)
+    generated = where(WhereRequest.parse("trunc", workspace=str(clone_ws), generated=True))
     shadowed = [
         r for r in generated.dispatch if r.op == "aten::trunc" and r.key == "Meta (inactive)"
     ]
@@ -464,7 +464,7 @@ def test_where_generated_with_an_unwritable_cache_regenerates_in_a_private_temp_
     clone_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     temp = _unwritable_cache(tmp_path, "under-a-file", monkeypatch)
-    result = where("trunc", workspace=str(clone_ws), generated=True)
+    result = where(WhereRequest.parse("trunc", workspace=str(clone_ws), generated=True))
     cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc")
     assert cpu.location.local is not None and Path(cpu.location.local).is_relative_to(temp)
     assert cpu.implementation == "wrapper_CPU_trunc"
@@ -625,31 +625,31 @@ def test_live_index_answers_as_a_child_asked_about_one_op(
     from onboard.report import Reporter
     from onboard.workflows.opsource.context import TreeContext
     from onboard.workflows.opsource.live_index import LiveIndex
-    from onboard.workflows.where.live_answers import narrowed, op_request
+    from onboard.workflows.where.live import narrowed, op_request
 
     cache_root = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_root))
     ws = tmp_path / "ws"
     make_clone_workspace(ws)
     first = Reporter(verbose=True)
-    where("trunc", workspace=str(ws), reporter=first)
+    where(WhereRequest.parse("trunc", workspace=str(ws)), first)
     assert any("indexing every op" in m for m in first.messages)
     _wait_for_index(cache_root, first.messages)
     # Ops never asked are answered from the index: no child.
     for op in ("aten::mm.out", "abs", "torch.nn.functional.relu6"):
         reporter = Reporter()
-        where(op, workspace=str(ws), reporter=reporter)
+        where(WhereRequest.parse(op, workspace=str(ws)), reporter)
         assert not any(m.startswith("Asking the installed torch") for m in reporter.messages)
     # What the index holds is what a child asked about that op alone answers.
     index = LiveIndex(sys.executable, f"{installed_version()}:{installed_commit()}", Reporter())
     yaml_functions = [f for f in TreeContext.open(str(ws), None, Reporter()).yaml().functions]
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[NativeEntry]] = {}
     for f in yaml_functions:
-        groups.setdefault(f["base"], []).append(f)
+        groups.setdefault(f.base, []).append(f)
     for base in ("mm", "abs", "hardtanh"):
         request = op_request(base, groups[base])
         assert index.lookup(base, request) == _ask_one_child(request), base
-    mm_out = [f for f in groups["mm"] if f["name"] == "mm.out"]
+    mm_out = [f for f in groups["mm"] if f.name == "mm.out"]
     narrow = op_request("mm", mm_out)
     whole = index.lookup("mm", op_request("mm", groups["mm"]))
     assert whole is not None
@@ -674,7 +674,7 @@ def test_an_interpreter_without_torch_is_one_paragraph(clone_ws: Path, tmp_path:
     no_torch.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')  # -S: no site-packages
     no_torch.chmod(0o755)
     with pytest.raises(OnboardError, match="could not answer onboard's torch questions") as info:
-        where("trunc", workspace=str(clone_ws), python=str(no_torch))
+        where(WhereRequest.parse("trunc", workspace=str(clone_ws), python=str(no_torch)))
     assert "No module named 'torch'" in info.value.message
     assert "import torch" in (info.value.next_step or "")
     index = LiveIndex(str(no_torch), f"{installed_version()}:{installed_commit()}", Reporter())
@@ -721,7 +721,7 @@ def test_a_python_name_whose_meta_call_fails_keeps_the_table_of_its_binding(
     meta = torch.empty(2, 2, device="meta")
     with pytest.raises(NotImplementedError):  # no Meta kernel: the call onboard makes fails
         torch.masked_select(meta, meta.bool())
-    result = where("torch.masked_select", workspace=str(reference_ws))
+    result = where(WhereRequest.parse("torch.masked_select", workspace=str(reference_ws)))
     assert result.op == "masked_select"
     keys = {r.key for r in result.dispatch if r.op == "aten::masked_select"}
     dump = torch._C._dispatch_dump("aten::masked_select")
@@ -731,14 +731,14 @@ def test_a_python_name_whose_meta_call_fails_keeps_the_table_of_its_binding(
         n.startswith("Calling torch.masked_select on meta tensors failed") for n in result.notes
     )
     # torch.fft.fftfreq is torch._C._fft.fft_fftfreq: the yaml's fft_fftfreq, not "fftfreq"
-    fftfreq = where("torch.fft.fftfreq", workspace=str(reference_ws))
+    fftfreq = where(WhereRequest.parse("torch.fft.fftfreq", workspace=str(reference_ws)))
     assert torch.fft.fftfreq.__name__ == "fft_fftfreq"
     assert fftfreq.op == "fft_fftfreq"
     assert {r.op for r in fftfreq.dispatch} == {"aten::fft_fftfreq", "aten::fft_fftfreq.out"}
 
 
 def test_an_in_place_method_is_its_in_place_op(reference_ws: Path) -> None:
-    result = where("Tensor.scatter_add_", workspace=str(reference_ws))
+    result = where(WhereRequest.parse("Tensor.scatter_add_", workspace=str(reference_ws)))
     assert result.op == "scatter_add_"
     # the in-place op and the structured out= entry it delegates to, not aten::scatter_add
     assert [y.name for y in result.yaml_entries] == ["scatter_add_", "scatter_add.out"]
@@ -765,7 +765,7 @@ def test_the_opinfo_named_as_the_python_function(reference_ws: Path) -> None:
     }
     assert len(lines) == 1
     for query in ("torch.nn.functional.gelu", "gelu"):
-        result = where(query, workspace=str(reference_ws))
+        result = where(WhereRequest.parse(query, workspace=str(reference_ws)))
         assert lines <= {o.line for o in result.opinfo}, query
 
 
@@ -777,14 +777,17 @@ def test_output_differentiability_is_not_a_formula(reference_ws: Path) -> None:
     expected = {
         e["name"]: e["output_differentiability"] for e in entries if e["name"].startswith("any(")
     }
-    result = where("any", workspace=str(reference_ws))
+    result = where(WhereRequest.parse("any", workspace=str(reference_ws)))
     found = {d.name: d for d in result.derivatives}
     for name, flags in expected.items():
         assert "output_differentiability" not in found[name].formulas
         assert found[name].output_differentiability == flags
     # per-key formulas under `dispatch:` are shown under their key, not as one dict
     mean = next(e for e in entries if e["name"].startswith("mean(Tensor self, *"))
-    shown = {d.name: d for d in where("mean", workspace=str(reference_ws)).derivatives}
+    shown = {
+        d.name: d
+        for d in where(WhereRequest.parse("mean", workspace=str(reference_ws))).derivatives
+    }
     formulas = shown[mean["name"]].formulas
     assert "dispatch" not in formulas
     assert formulas["self"] == mean["dispatch"]["Default"]["self"]

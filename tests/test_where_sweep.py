@@ -31,7 +31,7 @@ from opsource_helpers import (
 )
 
 from onboard.report import Reporter
-from onboard.workflows.where import where
+from onboard.workflows.where import WhereRequest, where
 
 SEED = 20261202
 SAMPLE_PYTHON = 100
@@ -110,7 +110,7 @@ def indexed_ws_fixture(reference_ws: Path, shared_cache: Path) -> Path:
     with pytest.MonkeyPatch.context() as patch:  # the autouse cache, for a module fixture
         patch.setenv("XDG_CACHE_HOME", str(shared_cache))
         reporter = Reporter(verbose=True)
-        where("trunc", workspace=str(reference_ws), reporter=reporter)
+        where(WhereRequest.parse("trunc", workspace=str(reference_ws)), reporter)
         pids = re.findall(r"in the background \(pid (\d+)\)", "\n".join(reporter.messages))
         for pid in pids:
             assert gone(int(pid), 900.0), "the child indexing every op never ended"
@@ -154,7 +154,7 @@ def _check_table(result: Any, op: str, overloads: list[str]) -> list[str]:
 
 
 def _check_python(ws: Path, corpus: Corpus, name: str, op: str) -> list[str]:
-    result = where(name, workspace=str(ws))
+    result = where(WhereRequest.parse(name, workspace=str(ws)))
     if result.op != op:
         return [f"{name}: aten::{result.op}, the yaml binds it to aten::{op}"]
     problems = [f"{name}: {p}" for p in _check_table(result, op, corpus.overloads[op])]
@@ -165,7 +165,7 @@ def _check_python(ws: Path, corpus: Corpus, name: str, op: str) -> list[str]:
 
 
 def _check_op(ws: Path, corpus: Corpus, op: str) -> list[str]:
-    result = where(op, workspace=str(ws))
+    result = where(WhereRequest.parse(op, workspace=str(ws)))
     problems = [f"{op}: {p}" for p in _check_table(result, op, corpus.overloads[op])]
     expected = _opinfo_lines(op)
     shown = {o.line for o in result.opinfo}

@@ -100,7 +100,7 @@ def _yaml_loc(ctx: TreeContext, op: str | None) -> SourceLoc | None:
         entry = ctx.yaml().by_name.get(op)
     except OnboardError:
         return None
-    return ctx.source_map.loc(NATIVE_FUNCTIONS, entry["line"]) if entry else None
+    return ctx.source_map.loc(NATIVE_FUNCTIONS, entry.line) if entry else None
 
 
 def _derivative_loc(ctx: TreeContext, op: str | None) -> SourceLoc | None:
@@ -110,7 +110,7 @@ def _derivative_loc(ctx: TreeContext, op: str | None) -> SourceLoc | None:
         found = ctx.yaml().derivatives_for({op})
     except OnboardError:
         return None
-    return ctx.source_map.loc(DERIVATIVES, found[0]["line"]) if found else None
+    return ctx.source_map.loc(DERIVATIVES, found[0].line) if found else None
 
 
 def _generated_loc(

@@ -2,7 +2,8 @@
 
 torchgen comes from the workspace interpreter's torch wheel and runs in a
 child process (onboard never imports it at start-up); the parsed entries,
-with their line numbers, are cached per file content stamp.
+with their line numbers, are cached per file content stamp as that child's JSON,
+and typed once when read (``NativeEntry``, ``DerivativeEntry``).
 """
 
 from __future__ import annotations
@@ -32,30 +33,129 @@ def _stamp(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
+def op_name(entry_name: str) -> str:
+    """``add_`` for ``add_.Tensor``: an entry's name without its overload (torchgen's
+    ``OperatorName.name``)."""
+    return entry_name.split(".", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class NativeEntry:
+    """One entry of native_functions.yaml as torchgen's ``NativeFunction`` reads it
+    (``children/_yaml_child.py``): ``name`` (``trunc.out``: torchgen's
+    ``func.name``), ``base`` (the group: ``trunc`` for ``trunc_`` too, ``and`` for
+    ``__iand__``), ``kind`` (``SchemaKind``: functional, inplace, out, ...),
+    ``dispatch`` (dispatch key -> kernel function, from torchgen's backend indices)
+    and ``line`` (of its ``- func:`` in the yaml)."""
+
+    name: str
+    base: str
+    overload: str
+    inplace: bool
+    schema: str
+    line: int
+    kind: str
+    variants: tuple[str, ...]
+    structured: bool
+    structured_delegate: str | None
+    tags: tuple[str, ...]
+    dispatch: dict[str, str]
+    python_module: str | None = None
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> NativeEntry:
+        """An entry as the yaml child (or onboard's cache of its answer) wrote it.
+        (Positional: keyword arguments cost a third more, times ~3,000 entries a load.)"""
+        return cls(
+            row["name"],
+            row["base"],
+            row["overload"],
+            row["inplace"],
+            row["schema"],
+            row["line"],
+            row["kind"],
+            tuple(row["variants"]),
+            row["structured"],
+            row["structured_delegate"],
+            tuple(row["tags"]),
+            row["dispatch"],
+            row.get("python_module"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DerivativeEntry:
+    """One entry of derivatives.yaml: ``name`` (its ``name:`` schema), ``op`` (the
+    schema's name: ``mm.out``), ``line`` and ``formulas`` (every other key as
+    written; ``dispatch:`` and ``output_differentiability:`` as their Python repr)."""
+
+    name: str
+    op: str
+    line: int
+    formulas: dict[str, str]
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> DerivativeEntry:
+        return cls(row["name"], row["op"], row["line"], row["formulas"])
+
+
 @dataclass
 class YamlIndex:
-    functions: list[dict[str, Any]]
-    derivatives: list[dict[str, Any]]
+    functions: list[NativeEntry]
+    derivatives: list[DerivativeEntry]
     warm: bool = False
-    by_name: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_name: dict[str, NativeEntry] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.by_name = {f["name"]: f for f in self.functions}
+        self.by_name = {f.name: f for f in self.functions}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, warm: bool) -> YamlIndex:
+        """The index of the yaml child's answer: each entry typed once, here."""
+        return cls(
+            [NativeEntry.from_json(f) for f in data["functions"]],
+            [DerivativeEntry.from_json(d) for d in data["derivatives"]],
+            warm=warm,
+        )
 
     @property
     def names(self) -> list[str]:
         return list(self.by_name)
 
-    def group(self, base: str) -> list[dict[str, Any]]:
+    def group(self, base: str) -> list[NativeEntry]:
         """Every entry of one op: its overloads, inplace and out variants (yaml order)."""
-        return [f for f in self.functions if f["base"] == base]
+        return [f for f in self.functions if f.base == base]
 
-    def derivatives_for(self, names: set[str]) -> list[dict[str, Any]]:
+    def base_of(self, name: str) -> str:
+        """The group of ``name`` (``trunc`` for ``trunc_`` and ``trunc.out``, ``and``
+        for ``__iand__``)."""
+        entry = self.by_name.get(name)
+        if entry is not None:
+            return entry.base
+        base = op_name(name)
+        named = next((f for f in self.functions if op_name(f.name) == base), None)
+        if named is not None:
+            return named.base
+        if self.group(base):
+            return base
+        stripped = base.rstrip("_")
+        return stripped if self.group(stripped) else base
+
+    def named(self, name: str) -> list[NativeEntry]:
+        """The entries an op name without overload stands for: its every overload
+        (``add_``: ``add_.Tensor``, ``add_.Scalar``) and the structured entries they
+        delegate to (``scatter_add_``: ``scatter_add.out``), in yaml order."""
+        group = self.group(self.base_of(name))
+        exact = [f for f in group if op_name(f.name) == name]
+        wanted = {f.name for f in exact} | {f.structured_delegate for f in exact}
+        return [f for f in group if f.name in wanted]
+
+    def derivatives_for(self, names: set[str]) -> list[DerivativeEntry]:
         """derivatives.yaml entries whose `name:` schema is one of ``names`` (`trunc`, `mm.out`)."""
-        return [d for d in self.derivatives if d["op"] in names]
+        return [d for d in self.derivatives if d.op in names]
 
     def suggest(self, query: str, n: int = 5) -> list[str]:
-        bases = sorted({f["base"] for f in self.functions})
+        bases = sorted({f.base for f in self.functions})
         found = difflib.get_close_matches(query, bases, n=n, cutoff=0.6)
         found += [
             name
@@ -67,7 +167,7 @@ class YamlIndex:
         return found[:n]
 
 
-# What where/locate read of each entry (_yaml_child.py writes more).
+# What NativeEntry and DerivativeEntry read of each entry (_yaml_child.py writes more).
 SHAPE = {
     "functions": [
         {
@@ -83,6 +183,7 @@ SHAPE = {
             "structured_delegate": (str, None),
             "tags": [str],
             "dispatch": {str: str},
+            "python_module?": (str, None),
         }
     ],
     "derivatives": [{"name": str, "op": str, "line": int, "formulas": {str: str}}],
@@ -102,11 +203,11 @@ def load(checkout: Path, python: str, reporter: Reporter, *, refresh: bool = Fal
     name = "yaml-" + cache.key(native.resolve(), _stamp(native), _stamp(tags), _stamp(derivatives))
     data = None if refresh else cache.load(name + ".json", SHAPE)
     if data is not None:
-        return YamlIndex(data["functions"], data["derivatives"], warm=True)
+        return YamlIndex.from_json(data, warm=True)
     reporter.step(f"Reading {NATIVE_FUNCTIONS} with torchgen (once per commit)")
     data = _parse(python, native, tags, derivatives)
     cache.store(name + ".json", data)
-    return YamlIndex(data["functions"], data["derivatives"], warm=False)
+    return YamlIndex.from_json(data, warm=False)
 
 
 def _parse(python: str, native: Path, tags: Path, derivatives: Path) -> dict[str, Any]:

@@ -18,7 +18,8 @@ import ast
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+
+from onboard.workflows.opsource.native_yaml import DerivativeEntry
 
 FUNCTIONS_H = "torch/csrc/autograd/generated/Functions.h"
 _NOT_FORMULAS = {"output_differentiability", "dispatch", "result"}
@@ -78,14 +79,14 @@ def _per_key(formulas: dict[str, str]) -> dict[str, dict[str, str]]:
     }
 
 
-def index(derivatives: list[dict[str, Any]]) -> dict[str, BackwardEntry]:
+def index(derivatives: list[DerivativeEntry]) -> dict[str, BackwardEntry]:
     """Node class name -> its entry, for every derivatives.yaml entry (yaml order)."""
     counter: Counter[str] = Counter()
     out: dict[str, BackwardEntry] = {}
     for d in derivatives:
-        op = str(d["op"])
-        inputs = _arguments(str(d["name"]))
-        for key, formulas in _per_key(dict(d["formulas"])).items():
+        op = d.op
+        inputs = _arguments(d.name)
+        for key, formulas in _per_key(dict(d.formulas)).items():
             differentiable = [
                 name.strip()
                 for spec, formula in formulas.items()
@@ -98,7 +99,7 @@ def index(derivatives: list[dict[str, Any]]) -> dict[str, BackwardEntry]:
             prefix = _prefix(op.split(".", 1)[0]) + ("" if key == "Default" else key)
             node = f"{prefix}{counter[prefix]}"
             counter[prefix] += 1
-            out[node] = BackwardEntry(node, op, int(d["line"]), formulas)
+            out[node] = BackwardEntry(node, op, d.line, formulas)
     return out
 
 

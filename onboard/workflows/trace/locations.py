@@ -125,19 +125,17 @@ class Sources:
         if entry is None:
             self._places[op] = OpPlaces(op, None)
             return self._places[op]
-        delegate = entry.get("structured_delegate")
-        functions = [f for f in yaml.group(entry["base"]) if f["name"] in (name, delegate)]
+        delegate = entry.structured_delegate
+        functions = [f for f in yaml.group(entry.base) if f.name in (name, delegate)]
         sites, missing = kernel_sites(self.ctx, functions)
-        places = OpPlaces(
-            op, self.ctx.source_map.loc(NATIVE_FUNCTIONS, entry["line"]), sites, missing
-        )
+        places = OpPlaces(op, self.ctx.source_map.loc(NATIVE_FUNCTIONS, entry.line), sites, missing)
         self._places[op] = places
         return places
 
     def derivative(self, name: str) -> tuple[SourceLoc, dict[str, str]] | None:
         """The derivatives.yaml entry of ``mul.Tensor``: its line and formulas."""
         for d in self.ctx.yaml().derivatives_for({name}):
-            return self.ctx.source_map.loc(DERIVATIVES, d["line"]), dict(d["formulas"])
+            return self.ctx.source_map.loc(DERIVATIVES, d.line), dict(d.formulas)
         return None
 
     def limitation(self) -> str | None:

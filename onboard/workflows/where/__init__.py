@@ -8,12 +8,12 @@ yaml's ``dispatch:`` names, the DispatchStub's declare/define/register and
 kernel bodies), to the derivative formula and the OpInfo entry. Every place
 is given as ``path:line`` in the checkout and as a GitHub link at the commit.
 
-The steps, one module each: ``request`` (the query read), ``resolve`` (which op
-it names, asking the installed torch through ``live_answers``), then the
-anatomy layer by layer: ``entry_points``, ``yaml_entries``, ``dispatch_table``,
-``kernels`` (with ``stubs``: which of namesake DispatchStubs a kernel calls),
-``derivatives``, ``opinfo``. Each place's GitHub link comes with it from the
-tree's ``SourceMap``; what this tree cannot show is said last.
+The modules: ``request`` (the query read), ``query`` (which op it names),
+``live`` (what the installed torch answers: its Python entry points and the live
+dispatch table), ``anatomy`` (the entry points, yaml entries, derivative formulas
+and OpInfo entries) and ``kernels`` (the kernel functions and DispatchStubs in the
+checkout, and which of namesake stubs a kernel calls). Each place's GitHub link
+comes with it from the tree's ``SourceMap``; what this tree cannot show is said last.
 """
 
 from __future__ import annotations
@@ -33,21 +33,25 @@ from onboard.workflows.opsource.anatomy import (
 from onboard.workflows.opsource.context import TreeContext
 from onboard.workflows.opsource.live_index import LiveIndex
 from onboard.workflows.opsource.native_yaml import DERIVATIVES, YamlIndex
-from onboard.workflows.where.derivatives import derivatives
-from onboard.workflows.where.dispatch_table import dispatch_table, generated_notes
-from onboard.workflows.where.entry_points import decomposes_to, entry_points
+from onboard.workflows.where.anatomy import (
+    OPINFO_FILE,
+    decomposes_to,
+    derivatives,
+    entry_points,
+    opinfo,
+    yaml_entries,
+)
 from onboard.workflows.where.kernels import kernel_sites, with_python_sites
-from onboard.workflows.where.live_answers import LiveAnswers
-from onboard.workflows.where.opinfo import OPINFO_FILE, opinfo
+from onboard.workflows.where.live import LiveAnswers, dispatch_table, generated_notes
+from onboard.workflows.where.query import resolve
 from onboard.workflows.where.request import PYTHON, WhereRequest, parse_query
-from onboard.workflows.where.resolve import resolve
-from onboard.workflows.where.yaml_entries import yaml_entries
 
 __all__ = [
     "Derivative",
     "EntryPoint",
     "KernelSite",
     "Registration",
+    "WhereRequest",
     "WhereResult",
     "YamlEntry",
     "kernel_sites",
@@ -56,18 +60,10 @@ __all__ = [
 ]
 
 
-def where(
-    query: str,
-    *,
-    workspace: str | None = None,
-    python: str | None = None,
-    generated: bool = False,
-    refresh: bool = False,
-    reporter: Reporter | None = None,
-) -> WhereResult:
+def where(request: WhereRequest, reporter: Reporter | None = None) -> WhereResult:
     reporter = reporter or Reporter()
-    request = WhereRequest.parse(query, generated=generated, refresh=refresh)
-    ctx = TreeContext.open(workspace, python, reporter, refresh=refresh)
+    refresh = request.refresh
+    ctx = TreeContext.open(request.workspace, request.python, reporter, refresh=refresh)
     index = LiveIndex(ctx.python, ctx.cache_id, reporter, refresh=refresh)
     index.prepare()  # torch imports in a child while the yaml is read
     try:
@@ -97,7 +93,7 @@ def _anatomy(request: WhereRequest, ctx: TreeContext, index: LiveIndex) -> Where
     if request.kind == PYTHON:
         result.decomposes_to = decomposes_to(op)
     result.yaml_entries = yaml_entries(op.functions, smap)
-    result.dispatch, python_sites = dispatch_table(ctx, op, request.generated)
+    result.dispatch, python_sites = dispatch_table(ctx, op.functions, op.answer, request.generated)
     result.notes += generated_notes(result.dispatch, op.name)
     sites, result.kernels_not_found = kernel_sites(ctx, op.functions)
     result.kernels = with_python_sites(sites, python_sites)

@@ -44,7 +44,8 @@ def parse_query(query: str) -> tuple[str, str, str | None]:
 class WhereRequest:
     """``query`` as typed; ``kind``, ``name`` and ``overload`` as `parse_query` reads it;
     ``generated``: regenerate torchgen's files to show their lines; ``refresh``: ask the
-    installed torch again instead of onboard's cache."""
+    installed torch again instead of onboard's cache; ``workspace``, ``python``: as
+    everywhere (None: found from the current folder, the interpreter running onboard)."""
 
     query: str
     kind: str
@@ -52,8 +53,18 @@ class WhereRequest:
     overload: str | None
     generated: bool = False
     refresh: bool = False
+    workspace: str | None = None
+    python: str | None = None
 
     @classmethod
-    def parse(cls, query: str, *, generated: bool = False, refresh: bool = False) -> WhereRequest:
+    def parse(
+        cls,
+        query: str,
+        *,
+        generated: bool = False,
+        refresh: bool = False,
+        workspace: str | None = None,
+        python: str | None = None,
+    ) -> WhereRequest:
         kind, name, overload = parse_query(query)
-        return cls(query, kind, name, overload, generated, refresh)
+        return cls(query, kind, name, overload, generated, refresh, workspace, python)

@@ -1,6 +1,7 @@
-"""Which op a `where` query names: an aten name's yaml entries, or the op a Python
-name stands for by torch's own metadata (its generated binding, or the op named like
-the function), with what a call on meta tensors reached as a check, never as the
+"""Which op a `where` query names: an aten name's yaml entries (an overload such as
+``mm.out`` stands for itself and the structured entries it delegates to), or the op a
+Python name stands for by torch's own metadata (its generated binding, or the op named
+like the function), with what a call on meta tensors reached as a check, never as the
 only source: a call that fails costs the recorded calls, not the table."""
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onboard.errors import BadInput
-from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS
-from onboard.workflows.where.live_answers import LiveAnswers
-from onboard.workflows.where.names import BINDING, NAME, base_of, named, python_op, select
+from onboard.workflows.opsource.native_yaml import NATIVE_FUNCTIONS, NativeEntry, YamlIndex
+from onboard.workflows.where.live import BINDING, NAME, LiveAnswers, python_op
 from onboard.workflows.where.request import PYTHON, WhereRequest
 
 
@@ -24,20 +24,37 @@ class ResolvedOp:
     not check about how the name was resolved."""
 
     base: str
-    functions: list[dict[str, Any]]
+    functions: list[NativeEntry]
     answer: dict[str, Any]
     entries: list[dict[str, Any]] = field(default_factory=list)
     name: str = ""
     notes: list[str] = field(default_factory=list)
 
 
-def resolve(request: WhereRequest, yaml: Any, live: LiveAnswers) -> ResolvedOp:
+def resolve(request: WhereRequest, yaml: YamlIndex, live: LiveAnswers) -> ResolvedOp:
     if request.kind == PYTHON:
         return _python_name(request.name, yaml, live)
     return _op_name(request, yaml, live)
 
 
-def _python_name(name: str, yaml: Any, live: LiveAnswers) -> ResolvedOp:
+def select(functions: list[NativeEntry], overload: str | None, name: str) -> list[NativeEntry]:
+    """The group's entries for ``name.overload``: the overload itself and the structured
+    entries it delegates to or that delegate to it; the whole group with no overload."""
+    if overload is None:
+        return functions
+    wanted = f"{name}.{overload}"
+    exact = [f for f in functions if f.name == wanted]
+    if not exact:
+        return []
+    delegate = exact[0].structured_delegate
+    return [
+        f
+        for f in functions
+        if f.name == wanted or f.name == delegate or f.structured_delegate == wanted
+    ]
+
+
+def _python_name(name: str, yaml: YamlIndex, live: LiveAnswers) -> ResolvedOp:
     answer = live.about_python(name)
     entry = answer["entries"][0]
     if not entry["exists"]:
@@ -56,10 +73,10 @@ def _python_name(name: str, yaml: Any, live: LiveAnswers) -> ResolvedOp:
             next_step="Name the aten op directly (`onboard where OP`), or run a call with "
             "`onboard locate -- python repro.py` to see the chain it takes.",
         )
-    base = base_of(yaml, op)
-    functions = named(yaml, op)
+    base = yaml.base_of(op)
+    functions = yaml.named(op)
     dumps = answer.get("dumps") or {}
-    if any(f"aten::{f['name']}" not in dumps for f in functions):
+    if any(f"aten::{f.name}" not in dumps for f in functions):
         # The answer holds the tables of the ops a call reached; this op's come from
         # the index, or a child asked about the op.
         answer = live.about_op(base, functions)
@@ -100,11 +117,11 @@ def _how_notes(name: str, op: str, how: str | None, entry: dict[str, Any]) -> li
     return []
 
 
-def _op_name(request: WhereRequest, yaml: Any, live: LiveAnswers) -> ResolvedOp:
+def _op_name(request: WhereRequest, yaml: YamlIndex, live: LiveAnswers) -> ResolvedOp:
     name, overload = request.name, request.overload
-    base = base_of(yaml, name)
+    base = yaml.base_of(name)
     if overload is None and name != base:
-        functions = named(yaml, name)  # an in-place op (trunc_), a dunder (__iand__)
+        functions = yaml.named(name)  # an in-place op (trunc_), a dunder (__iand__)
     else:
         functions = select(yaml.group(base), overload, name)
     if not functions:
