@@ -28,6 +28,7 @@ from fixtures.pytorch_repo import find_package_dir, find_torch_dir
 from onboard import workspace as ws_mod
 from onboard.cache import DIGEST_KEY
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import to_json
 from onboard.workflows import harvest as hv
 from onboard.workflows.harvest import enrich, forms, lexer, rank, scan, tags
 
@@ -272,7 +273,7 @@ def small_repo(tmp_path: Path) -> Path:
 def _harvest(repo: Path, **kw: Any) -> hv.HarvestResult:
     kw.setdefault("limit", 0)
     kw.setdefault("enrich_results", False)
-    return hv.harvest(repo=str(repo), **kw)
+    return hv.harvest(hv.HarvestRequest(repo=str(repo), **kw))
 
 
 def test_scan_counts_skips_and_non_comment_hits(small_repo: Path) -> None:
@@ -479,14 +480,14 @@ def test_an_edit_redoes_only_that_file(small_repo: Path, tmp_path: Path) -> None
     s = edited.summary()
     assert (s["cache"], s["files_lexed"], s["files_cached"]) == ("files", 1, 10)
     fresh = _harvest(small_repo, cache=False)
-    assert edited.to_json()["items"] == fresh.to_json()["items"]
+    assert to_json(edited)["items"] == to_json(fresh)["items"]
     assert {k: v for k, v in s.items() if not k.startswith("files_") and k != "cache"} == {
         k: v for k, v in fresh.summary().items() if not k.startswith("files_") and k != "cache"
     }
     (small_repo / "torch/_dynamo/utils.py").unlink()  # a file with hits is gone
     assert (
-        _harvest(small_repo, cache=cache).to_json()["items"]
-        == _harvest(small_repo, cache=False).to_json()["items"]
+        to_json(_harvest(small_repo, cache=cache))["items"]
+        == to_json(_harvest(small_repo, cache=False))["items"]
     )
     # A new test file changes "a test file nearby" elsewhere: the whole tree again.
     (small_repo / "torch/autograd/test_graph.py").write_text("def test_graph():\n    pass\n")
@@ -512,10 +513,10 @@ def test_edits_to_several_files_rank_as_a_fresh_harvest(small_repo: Path, tmp_pa
     edited = _harvest(small_repo, cache=cache)
     assert edited.summary()["cache"] == "files"
     fresh = _harvest(small_repo, cache=False)
-    assert edited.to_json()["items"] == fresh.to_json()["items"]
+    assert to_json(edited)["items"] == to_json(fresh)["items"]
     again = _harvest(small_repo, cache=cache)  # what the edit run saved
     assert again.summary()["cache"] == "tree"
-    assert again.to_json()["items"] == fresh.to_json()["items"]
+    assert to_json(again)["items"] == to_json(fresh)["items"]
 
 
 def test_a_cache_file_that_does_not_validate_is_rebuilt(small_repo: Path, tmp_path: Path) -> None:
@@ -574,7 +575,7 @@ def test_the_cached_result_keeps_the_ranking_and_every_field(
     fresh = _harvest(small_repo, cache=cache, limit=0)
     warm = _harvest(small_repo, cache=cache, limit=0)
     assert warm.summary()["cache"] == "tree"
-    assert warm.to_json()["items"] == fresh.to_json()["items"]
+    assert to_json(warm)["items"] == to_json(fresh)["items"]
 
     def counts(r: hv.HarvestResult) -> dict[str, Any]:
         return {k: v for k, v in r.summary().items() if not k.startswith("files_") and k != "cache"}
@@ -623,6 +624,8 @@ def test_cli_json_markdown_and_show(small_repo: Path, tmp_path: Path) -> None:
     assert md.returncode == 0, md.stderr
     assert md.stdout.startswith("# First tasks from TODO/FIXME comments")
     assert f"`{first['id']}`" in md.stdout and "- +3 Python-only" in md.stdout
+    # `--md` is the name every command uses; `--markdown` (harvest's own) still works.
+    assert _onboard("harvest", "--md", "--limit", "3", cwd=ws_root).stdout == md.stdout
 
     table = _onboard("harvest", "--limit", "3", cwd=ws_root, env={"COLUMNS": "160"})
     assert (
@@ -780,7 +783,7 @@ def test_history_is_kept_per_head_and_follows_the_shallow_marker(
 
 
 def test_blame_on_the_seeded_fixture_repo(pytorch_repo: Any) -> None:
-    result = hv.harvest(repo=str(pytorch_repo.path), limit=5, python_only=True)
+    result = hv.harvest(hv.HarvestRequest(repo=str(pytorch_repo.path), limit=5, python_only=True))
     assert result.items and all(
         i.blame and i.blame["commit"] == pytorch_repo.commits[0] for i in result.items
     )
@@ -813,7 +816,9 @@ def test_linked_issues_rank_with_state_and_labels(
     api.add_issue(2222, "Old", state="closed")
     api.add_issue(3333, "Plain open issue")
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    result = hv.harvest(repo=str(repo), api_url=api.url, limit=0, cache=tmp_path / "cache")
+    result = hv.harvest(
+        hv.HarvestRequest(repo=str(repo), api_url=api.url, limit=0, cache=tmp_path / "cache")
+    )
     by_path = {i.path: i for i in result.items}
     good = by_path["torch/a.py"]
     assert any(
@@ -834,7 +839,9 @@ def test_linked_issues_rank_with_state_and_labels(
         r.headers.get("Authorization") in (f"token {TOKEN}", f"Bearer {TOKEN}") for r in gets
     )
     # cached: a second run asks nothing
-    hv.harvest(repo=str(repo), api_url=api.url, limit=0, cache=tmp_path / "cache")
+    hv.harvest(
+        hv.HarvestRequest(repo=str(repo), api_url=api.url, limit=0, cache=tmp_path / "cache")
+    )
     assert len(api.calls("GET", r"/issues/\d+$")) == 3
 
 
@@ -848,7 +855,9 @@ def test_issues_option_lists_newcomer_issues(
     api.add_issue(5004, "Needs design", labels=["triaged"])
     api.add_pull(5005, "octo:branch")
     monkeypatch.setenv("GH_TOKEN", TOKEN)
-    result = hv.harvest(repo=str(repo), api_url=api.url, issues=True, cache=False)
+    result = hv.harvest(
+        hv.HarvestRequest(repo=str(repo), api_url=api.url, issues=True, cache=False)
+    )
     assert [i["number"] for i in result.issues or []] == [5002, 5001]
     listed = api.calls("GET", r"/issues$")
     assert {r.query["labels"][0] for r in listed} == {"good first issue", "actionable"}
@@ -913,14 +922,15 @@ def test_an_issue_cache_of_the_wrong_shape_is_asked_again(
     stale = {"1111": {"fetched_at": "yesterday", "issue": {"number": "1111"}}}
     (cache / "issues-pytorch-pytorch.json").write_text(json.dumps(stale))
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    result = hv.harvest(repo=str(repo), api_url=api.url, limit=0, cache=cache)
+    result = hv.harvest(hv.HarvestRequest(repo=str(repo), api_url=api.url, limit=0, cache=cache))
     good = next(i for i in result.items if i.path == "torch/a.py")
     assert good.linked and good.linked[0]["labels"] == ["good first issue"]
     assert api.calls("GET", r"/issues/1111$")
 
 
 def test_github_adapter_errors_never_show_the_token(api: GitHubAPI) -> None:
-    from onboard.github import GitHub, GitHubUnavailable
+    from onboard.github.client import GitHubUnavailable
+    from onboard.github.issues import GitHub
 
     api.fail_with(422, f"Validation Failed for {TOKEN}")
     with pytest.raises(GitHubUnavailable) as info:
@@ -1059,7 +1069,7 @@ def _assert_same_items_as_the_whole_file_lexer(root: Path, result: hv.HarvestRes
 def test_wheel_subset_counts_agree_with_an_independent_count(tmp_path: Path) -> None:
     root = _reference_subset(tmp_path / "reference")
     ws_root = _workspace(tmp_path, root, reference=True)
-    result = hv.harvest(workspace=str(ws_root), enrich_results=False)
+    result = hv.harvest(hv.HarvestRequest(workspace=str(ws_root), enrich_results=False))
     assert result.scan.target.kind == "reference"
     assert result.summary()["harvested"] > 100
     _check_against_independent(root, result)
@@ -1077,14 +1087,14 @@ def test_whole_wheel_reference_tree(tmp_path: Path) -> None:
     root = tmp_path / "reference"
     rt.build(root, plan, torch_version="2.13.0+cpu", commit=COMMIT, version_txt="2.13.0")
     ws_root = _workspace(tmp_path, root, reference=True)
-    result = hv.harvest(workspace=str(ws_root))
+    result = hv.harvest(hv.HarvestRequest(workspace=str(ws_root)))
     s = result.summary()
     # docs/pytorch-facts.md: ~3,300 tagged comments, ~65 in vendored headers.
     assert 2500 < s["harvested"] < 4500 and 30 < s["skipped_vendored"] < 150
     _check_against_independent(root, result)
     # The same items, ids and joined texts as the whole-file lexer (tokenize) finds.
     _assert_same_items_as_the_whole_file_lexer(root, result)
-    shown = hv.show(result.items[0].id, workspace=str(ws_root))
+    shown = hv.show(hv.ShowRequest(item_id=result.items[0].id, workspace=str(ws_root)))
     assert shown.item.id == result.items[0].id and shown.context
 
 
@@ -1104,12 +1114,12 @@ def test_vendored_and_generated_rules() -> None:
 
 def test_harvest_errors(tmp_path: Path) -> None:
     with pytest.raises(BadInput):
-        hv.harvest(repo=str(tmp_path / "missing"))
+        hv.harvest(hv.HarvestRequest(repo=str(tmp_path / "missing")))
     with pytest.raises(BadInput):
-        hv.harvest(repo=str(tmp_path), limit=-1)
+        hv.harvest(hv.HarvestRequest(repo=str(tmp_path), limit=-1))
     repo = _make_repo(tmp_path / "r", {"torch/a.py": "# TODO: x y z\n"})
     with pytest.raises(OnboardError, match="No harvested comment has the id"):
-        hv.show("0000aaaa", repo=str(repo))
+        hv.show(hv.ShowRequest(item_id="0000aaaa", repo=str(repo)))
 
 
 # --------------------------------------------------------------------------
@@ -1119,14 +1129,14 @@ def test_harvest_errors(tmp_path: Path) -> None:
 def test_bad_ids_searcher_and_api_url_are_bad_input(tmp_path: Path) -> None:
     repo = _make_repo(tmp_path / "r", {"torch/a.py": "# TODO: x y z\n"})
     with pytest.raises(BadInput) as info:
-        hv.show("zz", repo=str(repo))
+        hv.show(hv.ShowRequest(item_id="zz", repo=str(repo)))
     assert "onboard harvest" in (info.value.next_step or "")  # says where ids come from
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "a.py").write_text("# TODO: x\n")
     # --searcher git on a folder that is not a repository: not "ripgrep is not installed".
     with pytest.raises(BadInput, match="--searcher git") as searched:
-        hv.harvest(repo=str(plain), searcher="git")
+        hv.harvest(hv.HarvestRequest(repo=str(plain), searcher="git"))
     assert "ripgrep is not installed" not in searched.value.message
     # An --api-url PyGithub cannot parse used to crash (exit 3) once a token was set.
     ran = _onboard(
@@ -1171,7 +1181,7 @@ def test_onboards_own_todos_are_not_listed_and_local_files_get_no_link(
     conv.write_text("# a line on top moves the others\n" + conv.read_text())
     _git(small_repo, "add", "-A")
     _git(small_repo, "commit", "-q", "-m", "my_frac")
-    result = hv.harvest(workspace=str(root), limit=0, enrich_results=False)
+    result = hv.harvest(hv.HarvestRequest(workspace=str(root), limit=0, enrich_results=False))
     texts = [i.text for i in result.items]
     # The truth: what each file holds, read here; and which files upstream has.
     assert not [t for t in texts if "onboard new-op" in t]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from onboard.jsonable import to_json
 from onboard.workflows import harvest as hv
 from onboard.workflows.harvest import scan
 
@@ -114,8 +115,12 @@ def test_harvest_notes_each_file_that_changed_under_it(
         return found
 
     monkeypatch.setattr(scan, "find_candidates", grep_then_checkout)
-    result = _ends(lambda: hv.harvest(repo=str(repo), limit=0, enrich_results=False, cache=False))
-    data = result.to_json()
+    result = _ends(
+        lambda: hv.harvest(
+            hv.HarvestRequest(repo=str(repo), limit=0, enrich_results=False, cache=False)
+        )
+    )
+    data = to_json(result)
     changed = data["summary"]["changed_during_run"]
     assert list(changed) == ["torch/long.py"] and word in changed["torch/long.py"]
     assert any("torch/long.py" in n and word in n for n in data["notes"])
@@ -125,8 +130,10 @@ def test_harvest_notes_each_file_that_changed_under_it(
 
 
 def test_an_unchanged_tree_has_no_such_note(repo: Path) -> None:
-    result = hv.harvest(repo=str(repo), limit=0, enrich_results=False, cache=False)
-    assert result.to_json()["summary"]["changed_during_run"] == {}
+    result = hv.harvest(
+        hv.HarvestRequest(repo=str(repo), limit=0, enrich_results=False, cache=False)
+    )
+    assert to_json(result)["summary"]["changed_during_run"] == {}
     assert not result.notes
 
 
@@ -139,7 +146,9 @@ def test_show_of_a_file_that_changed_since_the_search_is_one_paragraph(
 
     item = next(
         i
-        for i in hv.harvest(repo=str(repo), limit=0, enrich_results=False, cache=False).items
+        for i in hv.harvest(
+            hv.HarvestRequest(repo=str(repo), limit=0, enrich_results=False, cache=False)
+        ).items
         if i.path == "torch/long.py"
     )
     gather = collect.gather
@@ -151,5 +160,5 @@ def test_show_of_a_file_that_changed_since_the_search_is_one_paragraph(
 
     monkeypatch.setattr(collect, "gather", gather_then_checkout)
     with pytest.raises(OnboardError) as exc:
-        hv.show(item.id, repo=str(repo), enrich_results=False, cache=False)
+        hv.show(hv.ShowRequest(item_id=item.id, repo=str(repo), enrich_results=False, cache=False))
     assert "torch/long.py" in exc.value.message and exc.value.next_step

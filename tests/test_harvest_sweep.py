@@ -32,6 +32,7 @@ import pytest
 import yaml
 from fixtures.pytorch_repo import find_package_dir, find_torch_dir
 
+from onboard.jsonable import to_json
 from onboard.workflows import harvest as hv
 from onboard.workflows.harvest import scan, tags
 
@@ -386,7 +387,9 @@ def sweep(root: Path) -> dict[str, dict[str, int]]:
     read, rest = _read_suffixes_in_the_guide()
     assert read == set(tags.SUFFIXES)
     cands = scan.find_candidates(root)
-    result = hv.harvest(repo=str(root), limit=0, enrich_results=False, cache=False)
+    result = hv.harvest(
+        hv.HarvestRequest(repo=str(root), limit=0, enrich_results=False, cache=False)
+    )
     items: dict[str, Counter[int]] = {}
     for item in result.scan.items:
         items.setdefault(item.path, Counter())[item.line] += 1
@@ -462,8 +465,10 @@ def cache_repo(tmp_path: Path) -> Path:
 
 
 def _items(root: Path, cache: Path | bool) -> tuple[list[dict[str, Any]], str]:
-    result = hv.harvest(repo=str(root), limit=0, enrich_results=False, cache=cache)
-    return result.to_json()["items"], result.summary()["cache"]
+    result = hv.harvest(
+        hv.HarvestRequest(repo=str(root), limit=0, enrich_results=False, cache=cache)
+    )
+    return to_json(result)["items"], result.summary()["cache"]
 
 
 def _assert_warm_is_fresh(root: Path, cache: Path, state: str) -> None:
@@ -560,7 +565,10 @@ def test_the_action_is_the_comments_intent_and_doubt_ranks_low(tmp_path: Path) -
     )
     _git(root, "init", "-q", "-b", "main")
     order = [
-        i.text for i in hv.harvest(repo=str(root), limit=0, enrich_results=False, cache=False).items
+        i.text
+        for i in hv.harvest(
+            hv.HarvestRequest(repo=str(root), limit=0, enrich_results=False, cache=False)
+        ).items
     ]
     good = [t for t in comments if _finishable("torch/util.py", t)]
     doubtful = [t for t in comments if _ORACLE_UNSURE.search(t)]
@@ -581,8 +589,10 @@ def test_one_item_per_linked_issue(tmp_path: Path) -> None:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
-    result = hv.harvest(repo=str(root), limit=2, enrich_results=False, cache=False)
-    shown = result.to_json()["items"]
+    result = hv.harvest(
+        hv.HarvestRequest(repo=str(root), limit=2, enrich_results=False, cache=False)
+    )
+    shown = to_json(result)["items"]
     assert [sorted(_numbers(i["text"])) for i in shown] in ([[12345], [23456]], [[23456], [12345]])
     lead = next(i for i in shown if 12345 in _numbers(i["text"]))
     others = {p for p, t in files.items() if 12345 in _numbers(t)} - {lead["path"]}
@@ -597,12 +607,16 @@ def wheel_python_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_wheels_top_ten_are_first_tasks_one_per_issue(wheel_python_tree: Path) -> None:
-    result = hv.harvest(repo=str(wheel_python_tree), limit=0, enrich_results=False, cache=False)
+    result = hv.harvest(
+        hv.HarvestRequest(repo=str(wheel_python_tree), limit=0, enrich_results=False, cache=False)
+    )
     every = [(i.path, i.text) for i in result.scan.items]
     # The wheel holds finishable comments that name the same issue: one slot for them.
     per_issue = Counter(n for p, t in every if _finishable(p, t) for n in _numbers(t))
     assert any(count > 1 for count in per_issue.values())
-    top = hv.harvest(repo=str(wheel_python_tree), limit=10, enrich_results=False, cache=False)
+    top = hv.harvest(
+        hv.HarvestRequest(repo=str(wheel_python_tree), limit=10, enrich_results=False, cache=False)
+    )
     shown = [(i.path, i.text) for i in top.items]
     assert len(shown) == 10
     named = [n for _, t in shown for n in _numbers(t)]

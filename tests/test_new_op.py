@@ -22,6 +22,7 @@ from fixtures.pytorch_repo import find_package_dir, find_torch_dir
 from onboard import workspace
 from onboard.cli import cli
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import to_json
 from onboard.render import render
 from onboard.workflows.newop import apply, family, insert, names, scaffold
 from onboard.workflows.newop import manifest as manifests
@@ -361,7 +362,7 @@ def test_dry_run_prints_a_diff_git_can_apply_and_writes_nothing(ws: workspace.Wo
         capture_output=True,
     )
     assert check.returncode == 0, check.stderr
-    assert result.to_json()["commit"] is None
+    assert to_json(result)["commit"] is None
 
 
 def test_scaffold_commits_everything_on_a_new_branch(ws: workspace.Workspace) -> None:
@@ -433,7 +434,7 @@ def test_binary_scaffold_goes_next_to_hypot(ws: workspace.Workspace) -> None:
         "BinaryUfuncInfo('my_hypot2'"
         in (repo / "torch/testing/_internal/common_methods_invocations.py").read_text()
     )
-    assert result.to_json()["kind"] == "binary"
+    assert to_json(result)["kind"] == "binary"
 
 
 @pytest.mark.parametrize("fail_at", [1, 4, 11])

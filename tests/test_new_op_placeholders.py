@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from test_new_op import make_workspace
 
+from onboard.jsonable import to_json
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop import placeholders, scaffold
 from onboard.workflows.newop.verify import FAILED, PASSED, written
@@ -74,8 +75,8 @@ def test_pr_names_every_unwritten_part_of_the_branch_and_exits_1(tmp_path: Path)
     # The CPU kernel is written in the working tree but not committed: the PR has the old one.
     kernel = checkout / manifest.files["CPU kernel"]
     kernel.write_text(kernel.read_text().replace("{ return a; }", "{ return a / (1 + a); }"))
-    result = pr_flow.run(workspace=str(ws.root))
+    result = pr_flow.run(pr_flow.PrRequest(workspace=str(ws.root)))
     assert {u.location for u in result.unwritten} == truth
-    assert result.exit_code == 1 and result.to_json()["ok"] is False
+    assert result.exit_code == 1 and to_json(result)["ok"] is False
     assert "Not written yet" in result.draft_text
     assert any(u.what == "the CPU kernel's math" for u in result.unwritten)

@@ -29,7 +29,8 @@ from onboard import workspace as ws_mod
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import OnboardError
-from onboard.github import Token, find_token, web_host
+from onboard.github.token import Token, find_token, web_host
+from onboard.jsonable import to_json
 from onboard.report import Reporter
 from onboard.workflows import pr as pr_flow
 from onboard.workflows.pr import abi, labels
@@ -225,7 +226,7 @@ def test_dry_run_json_has_the_documented_keys(repo: Path) -> None:
 def test_uncommitted_changes_are_reported_never_included(repo: Path, onboard_pr: Runner) -> None:
     (repo / "torch/nn/functional.py").write_text(NN_FILE + "\nWIP_SECRET_SAUCE = 1\n")
     (repo / "scratch.py").write_text("print('notes')\n")
-    result = pr_flow.run(repo=repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo))
     assert result.change.uncommitted == (" M torch/nn/functional.py", "?? scratch.py")
     assert result.change.paths == ["torch/nn/functional.py"]
     assert "WIP_SECRET_SAUCE" not in result.body and "scratch.py" not in result.body
@@ -239,16 +240,16 @@ def test_uncommitted_changes_are_reported_never_included(repo: Path, onboard_pr:
 def test_draft_goes_to_the_workspace_and_an_edited_one_is_kept(repo: Path, tmp_path: Path) -> None:
     root = tmp_path / "ws"
     _save_workspace(root, repo)
-    first = pr_flow.run(workspace=str(root))
+    first = pr_flow.run(pr_flow.PrRequest(workspace=str(root)))
     assert first.draft_path == root / "PR_DRAFT.md" and first.draft_backup is None
     assert not (repo / ".git" / "PR_DRAFT.md").exists()
     # an untouched draft is simply replaced
-    again = pr_flow.run(workspace=str(root))
+    again = pr_flow.run(pr_flow.PrRequest(workspace=str(root)))
     assert again.draft_backup is None
     # a draft the user edited is moved aside, not overwritten
     edited = first.draft_path.read_text().replace("relu6 clamps", "MY EDIT relu6 clamps")
     first.draft_path.write_text(edited)
-    third = pr_flow.run(workspace=str(root), issue=7)
+    third = pr_flow.run(pr_flow.PrRequest(workspace=str(root), issue=7))
     assert third.draft_backup == root / "PR_DRAFT.md.bak"
     assert third.draft_backup.read_text() == edited
     assert "Fixes #7" in first.draft_path.read_text()
@@ -274,7 +275,7 @@ def test_workspace_commit_is_the_base_without_origin_main(repo: Path, tmp_path: 
     _git(repo, "update-ref", "-d", "refs/remotes/origin/main")
     _git(repo, "branch", "-D", "main")
     _save_workspace(tmp_path / "ws", repo, commit=base_sha)
-    result = pr_flow.run(workspace=str(tmp_path / "ws"))
+    result = pr_flow.run(pr_flow.PrRequest(workspace=str(tmp_path / "ws")))
     assert result.change.base == base_sha and len(result.change.commits) == 1
 
 
@@ -284,7 +285,7 @@ def test_upstream_main_goes_first_when_origin_is_a_fork(repo: Path) -> None:
     _git(repo, "update-ref", "refs/remotes/origin/main", "main~2")  # the fork's stale main
     _git(repo, "remote", "add", "upstream", UPSTREAM_URL)
     _git(repo, "update-ref", "refs/remotes/upstream/main", head_of_main)
-    result = pr_flow.run(repo=repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo))
     assert result.change.base == "upstream/main"
     assert [c.subject for c in result.change.commits] == ["[nn] Add relu6 to torch.nn.functional"]
 
@@ -292,14 +293,14 @@ def test_upstream_main_goes_first_when_origin_is_a_fork(repo: Path) -> None:
 def test_workspace_that_is_the_checkout_keeps_the_draft_in_git_dir(repo: Path) -> None:
     _save_workspace(repo, repo, checkout=".")
     (repo / ".git" / "info" / "exclude").write_text("onboard.json\n")
-    result = pr_flow.run(workspace=str(repo))
+    result = pr_flow.run(pr_flow.PrRequest(workspace=str(repo)))
     assert result.draft_path == repo / ".git" / "PR_DRAFT.md"
     assert _git(repo, "status", "--porcelain") == ""
 
 
 def test_multiple_commits_summarised_and_title_override(repo: Path) -> None:
     _commit(repo, {"test/test_nn.py": "# relu6 test\n"}, "[nn] Test relu6\n\nCovers the clamp.")
-    result = pr_flow.run(repo=repo, title="[nn] relu6 for torch.nn.functional")
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo, title="[nn] relu6 for torch.nn.functional"))
     assert result.title == "[nn] relu6 for torch.nn.functional"
     assert "- [nn] Add relu6 to torch.nn.functional: relu6 clamps" in result.body
     assert "- [nn] Test relu6: Covers the clamp." in result.body
@@ -340,7 +341,7 @@ def test_scaffolded_op_names_its_opinfo_tests(repo: Path) -> None:
         },
         "Add frac_trunc",
     )
-    result = pr_flow.run(repo=repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo))
     commands = [t.command for t in result.tests]
     assert commands == ["python test/test_ops.py -k frac_trunc"]
     assert result.tests[0].present is False  # the fixture tree has no test/test_ops.py
@@ -361,7 +362,7 @@ def test_new_func_on_any_branch_is_found_in_the_yaml(repo: Path) -> None:
         },
         "Add sinc_",
     )
-    result = pr_flow.run(repo=repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo))
     assert "python test/test_ops.py -k sinc" in [t.command for t in result.tests]
     assert all(t.present for t in result.tests)
 
@@ -403,7 +404,7 @@ def test_label_for_an_unknown_area_says_it_is_a_guess() -> None:
 def test_tests_only_change_gets_not_user_facing_in_the_draft(repo: Path) -> None:
     _git(repo, "switch", "-q", "-c", "more-tests", "origin/main")
     _commit(repo, {"test/test_nn.py": "# more\n"}, "Test more of nn")
-    result = pr_flow.run(repo=repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo))
     assert result.label.label == "topic: not user facing"
     assert '@pytorchbot label "topic: not user facing"' in result.draft_text
 
@@ -488,7 +489,7 @@ def test_bc_hazards_are_warned_in_the_draft_and_on_screen(
         },
         "Touch everything binary-compatibility cares about",
     )
-    result = pr_flow.run(repo=abi_repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=abi_repo))
     kinds = {(h.kind, h.path) for h in result.hazards}
     assert kinds == {
         ("layout", "c10/core/TensorImpl.h"),
@@ -521,7 +522,7 @@ def test_comment_and_function_body_edits_are_no_layout_hazard(abi_repo: Path) ->
         },
         "Comment TensorImpl",
     )
-    result = pr_flow.run(repo=abi_repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=abi_repo))
     # the member line changed only in its comment, the other edit is inside a
     # function body: no declaration of TensorImpl changed
     assert result.hazards == []
@@ -620,10 +621,10 @@ def test_open_through_the_workflow_returns_the_pull_request(
 ) -> None:
     monkeypatch.setenv("GH_TOKEN", TOKEN)
     reporter = Reporter()
-    result = pr_flow.run(repo=repo, open_pr=True, api_url=api.url, reporter=reporter)
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo, open_pr=True, api_url=api.url), reporter)
     assert result.published is not None and result.published.action == "created"
     assert result.published.head == f"{LOGIN}:fix-relu6" and result.published.remote == "fork"
-    assert result.to_json()["pull_request"]["number"] == result.published.number
+    assert to_json(result)["pull_request"]["number"] == result.published.number
     assert any("pushing fix-relu6 to fork" in m for m in reporter.messages)
 
 
@@ -661,7 +662,7 @@ def test_find_token_precedence(monkeypatch: pytest.MonkeyPatch, isolated_home: P
     )
     assert find_token().value == "from-gh-file"  # type: ignore[union-attr]
     assert find_token("https://ghe.example/api/v3").value == "ghe-file"  # type: ignore[union-attr]
-    # the same order as onboard.github.token_from_env (harvest's issue lookups)
+    # the same order as onboard.github.token.find_token (harvest's issue lookups)
     monkeypatch.setenv("GH_TOKEN", "from-gh-token")
     assert find_token().source == "GH_TOKEN"  # type: ignore[union-attr]
     monkeypatch.setenv("GITHUB_TOKEN", "from-github-token")
@@ -952,7 +953,7 @@ def test_push_progress_reaches_the_reporter(
             yield T()
 
     monkeypatch.setenv("GH_TOKEN", TOKEN)
-    pr_flow.run(repo=repo, open_pr=True, api_url=api.url, reporter=Recording())
+    pr_flow.run(pr_flow.PrRequest(repo=repo, open_pr=True, api_url=api.url), Recording())
     assert any(line.startswith("Writing objects:") for line in seen), seen
 
 
@@ -1011,7 +1012,7 @@ def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path
     _git(repo, "update-ref", "-d", "refs/remotes/origin/main")
     _git(repo, "branch", "-D", "main")
     _save_workspace(tmp_path / "ws", repo, checkout_kind=ws_mod.REFERENCE)
-    result = pr_flow.run(workspace=str(tmp_path / "ws"))
+    result = pr_flow.run(pr_flow.PrRequest(workspace=str(tmp_path / "ws")))
     assert result.change.base == "reference" and len(result.change.commits) == 1
     assert any("needs a full checkout" in note for note in result.notes)
     # It does not then suggest the --open it would refuse.
@@ -1024,17 +1025,17 @@ def test_reference_workspace_measures_from_its_branch(repo: Path, tmp_path: Path
     text = console.export_text()
     assert "onboard pr --open" not in text
     assert "Next: this reference tree cannot be pushed as a pull request" in text
-    assert result.to_json()["open_blocked"] == result.open_blocked
+    assert to_json(result)["open_blocked"] == result.open_blocked
     _git(repo, "switch", "-q", "reference")
     with pytest.raises(OnboardError, match="the branch the change is measured against"):
-        pr_flow.run(workspace=str(tmp_path / "ws"))
+        pr_flow.run(pr_flow.PrRequest(workspace=str(tmp_path / "ws")))
 
 
 def test_reference_workspace_cannot_open(repo: Path, tmp_path: Path, api: GitHubAPI) -> None:
     root = tmp_path / "ws"
     _save_workspace(root, repo, checkout_kind=ws_mod.REFERENCE)
     with pytest.raises(OnboardError) as info:
-        pr_flow.run(workspace=str(root), open_pr=True, api_url=api.url)
+        pr_flow.run(pr_flow.PrRequest(workspace=str(root), open_pr=True, api_url=api.url))
     assert "needs a full checkout" in info.value.paragraph()
     assert api.requests == []
     assert (root / "PR_DRAFT.md").is_file()  # the dry-run part still happened
@@ -1084,13 +1085,13 @@ def lint_repo(repo: Path) -> Path:
 
 @pytest.mark.skipif(not HAS_LINTRUNNER, reason="lintrunner is not installed")
 def test_lintrunner_clean_is_in_the_test_plan(lint_repo: Path) -> None:
-    result = pr_flow.run(repo=lint_repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=lint_repo))
     assert result.lint.status == "clean" and result.lint.initialized
     assert (lint_repo / ".lint-inited").is_file()  # `lintrunner init` ran first
     assert "`lintrunner` on the 1 changed file(s): no lint issues" in result.body
     assert "- [x] I ran `lintrunner -a`" in result.body
     assert result.exit_code == 0
-    again = pr_flow.run(repo=lint_repo)
+    again = pr_flow.run(pr_flow.PrRequest(repo=lint_repo))
     assert again.lint.status == "clean" and not again.lint.initialized
 
 
@@ -1120,7 +1121,7 @@ def test_lintrunner_missing_is_reported(
     assert git_exe is not None
     (bin_dir / "git").symlink_to(git_exe)
     monkeypatch.setenv("PATH", str(bin_dir))
-    result = pr_flow.run(repo=repo)
+    result = pr_flow.run(pr_flow.PrRequest(repo=repo))
     assert result.lint.status == "not-installed" and "pip install lintrunner" in result.lint.note
 
 

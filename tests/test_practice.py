@@ -22,6 +22,7 @@ from test_new_op import _git, make_workspace, snapshot
 
 from onboard import workspace
 from onboard.errors import BadInput
+from onboard.jsonable import to_json
 from onboard.workflows.newop import apply, judge, practice, scaffold
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop.reveal import reveal
@@ -142,7 +143,7 @@ def test_practice_on_the_reference_tree_writes_new_files_on_its_branch(
     assert saved.is_practice and saved.branch == "onboard/practice-trunc"
     assert saved.practice["base_commit"] == base
     assert judge.practice_ops(ws) == (["trunc"], [])
-    data = result.to_json()
+    data = to_json(result)
     assert data["mode"] == "practice" and data["oracle"] == "torch.trunc"
     assert data["taken_out"] == []
     # The same practice twice: the branch is there, so it is refused.
@@ -171,7 +172,7 @@ def test_practice_on_a_full_checkout_takes_out_the_real_kernel_on_its_branch_onl
     assert cu.count("{") == cu.count("}")
     assert "taken out on this branch" in cu
     assert {t.path for t in result.taken_out} == {REAL_CPU, REAL_CU}
-    assert {c.to_json()["action"] for c in result.plan.changes} == {"create", "take out"}
+    assert {to_json(c)["action"] for c in result.plan.changes} == {"create", "take out"}
     # PyTorch's meta/impl and DEFINE_DISPATCH stay; the guide points at them.
     assert (repo / REAL_META).read_text() == UNARY_OPS
     assert f"`{REAL_META}:5`" in result.guide

@@ -4,52 +4,41 @@ blame per line and its links (GitHub source, the issues and PRs it names)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows.harvest import collect, enrich
-from onboard.workflows.harvest.issues import DEFAULT_API_URL, DEFAULT_GITHUB_REPO, GitHubAsk
+from onboard.workflows.harvest.issues import GitHubAsk
 from onboard.workflows.harvest.rank import Item
+from onboard.workflows.harvest.request import ShowRequest
 from onboard.workflows.harvest.result import ShowResult
 from onboard.workflows.harvest.target import Target, resolve_target
 
 CONTEXT_LINES = 6
 
 
-def show(
-    item_id: str,
-    *,
-    workspace: str | None = None,
-    repo: str | None = None,
-    enrich_results: bool = True,
-    api_url: str = DEFAULT_API_URL,
-    github_repo: str = DEFAULT_GITHUB_REPO,
-    searcher: str = "auto",
-    cache: Path | None | bool = True,
-    reporter: Reporter | None = None,
-) -> ShowResult:
+def show(request: ShowRequest, reporter: Reporter | None = None) -> ShowResult:
     """One item: the comment with its code around it, blame and links."""
-    want = _id_prefix(item_id)
-    target = resolve_target(workspace, repo)
-    cache_dir = collect.cache_folder(cache)
+    want = _id_prefix(request.item_id)
+    target = resolve_target(request.workspace, request.repo)
+    cache_dir = collect.cache_folder(request.cache)
     reporter = reporter or Reporter()
-    found = collect.gather(target, searcher=searcher, cache=cache_dir, reporter=reporter)
-    item = _the_item(found.items, want, item_id, target)
+    found = collect.gather(target, searcher=request.searcher, cache=cache_dir, reporter=reporter)
+    item = _the_item(found.items, want, request.item_id, target)
     item.url = target.url(item.path, item.line)
     source = _source(target, item)
     start = max(1, item.line - CONTEXT_LINES)
     end = min(len(source), item.end_line + CONTEXT_LINES)
     notes: list[str] = []
     blame_rows: list[dict[str, Any]] = []
-    if enrich_results:
+    if request.enrich_results:
         blame_rows = _blame(target, item, notes)
-        github = GitHubAsk(api_url, github_repo, cache_dir)
+        github = GitHubAsk(request.api_url, request.github_repo, cache_dir)
         github.rank_linked([item])
         if github.problem:
             notes.append(f"GitHub not used: {github.problem}; the linked issue's state is unknown.")
-    links = _links(item, github_repo)
+    links = _links(item, request.github_repo)
     return ShowResult(item, start, source[start - 1 : end], blame_rows, links, notes, target.root)
 
 

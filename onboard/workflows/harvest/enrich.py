@@ -3,7 +3,7 @@
 Blame runs only for the items a user is shown, one ``git blame --porcelain
 -L a,b -L c,d -- file`` per file (never the whole tree: blaming every file of
 PyTorch takes hours). Issue state and labels come from GitHub through
-``onboard.github`` with a token; without one, or without network, the result
+``onboard.github.issues`` with a token; without one, or without network, the result
 says so in ONE line and carries on.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 
 from onboard.cache import read_valid, sha1_hex, write_json
 from onboard.errors import OnboardError
+from onboard.jsonable import to_json
 from onboard.workflows.harvest.rank import Item
 
 ISSUE_TTL_S = 24 * 3600  # issue state changes; a day-old answer is good enough to rank
@@ -308,7 +309,8 @@ def linked_issues(
     value = token()
     if not value:
         return IssueLookup(fetched, len(missing), NO_TOKEN, 0)
-    from onboard.github import GitHub, GitHubUnavailable
+    from onboard.github.client import GitHubUnavailable
+    from onboard.github.issues import GitHub
 
     calls = 0
     problem = None
@@ -318,7 +320,7 @@ def linked_issues(
         for number in asked:
             calls += 1
             try:
-                info = client.issue(number).to_json()
+                info = to_json(client.issue(number))
             except GitHubUnavailable as exc:
                 if "(404" in exc.message:
                     continue  # a deleted or transferred issue: nothing to say about it
@@ -341,7 +343,8 @@ def newcomer_issues(
     """Open issues labelled for newcomers, or why they could not be listed."""
     if not token:
         return [], NO_TOKEN
-    from onboard.github import NEWCOMER_LABELS, GitHub, GitHubUnavailable
+    from onboard.github.client import GitHubUnavailable
+    from onboard.github.issues import NEWCOMER_LABELS, GitHub
 
     try:
         found = GitHub(token, api_url=api_url, repo=repo).issues_with_labels(
@@ -349,4 +352,4 @@ def newcomer_issues(
         )
     except GitHubUnavailable as exc:
         return [], exc.message.rstrip(".")
-    return [i.to_json() for i in found], None
+    return [to_json(i) for i in found], None

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from onboard.errors import BadInput
+from onboard.jsonable import spec
 from onboard.workflows.harvest import rank
 from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.stored import StoredItems
@@ -18,11 +18,17 @@ from onboard.workflows.harvest.target import Target
 DEFAULT_LIMIT = 20
 
 
+def _tag_names(tags: Sequence[str]) -> list[str]:
+    return sorted({t.upper() for t in tags})
+
+
 @dataclass(frozen=True)
 class Filters:
-    paths: Sequence[str] = ()
-    modules: Sequence[str] = ()
-    tags: Sequence[str] = ()
+    """What to show; its JSON names each filter as its command-line option."""
+
+    paths: Sequence[str] = field(default=(), metadata=spec(key="path"))
+    modules: Sequence[str] = field(default=(), metadata=spec(key="module"))
+    tags: Sequence[str] = field(default=(), metadata=spec(key="tag", convert=_tag_names))
     python_only: bool = False
     limit: int = DEFAULT_LIMIT  # 0: every match
 
@@ -86,15 +92,6 @@ class Filters:
                 if id(item) not in seen and (item.form.issues or item.form.pulls):
                     _joins(item, lead_of)
         return shown
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": list(self.paths),
-            "module": list(self.modules),
-            "tag": sorted(self._tags()),
-            "python_only": self.python_only,
-            "limit": self.limit,
-        }
 
     def _tags(self) -> set[str]:
         return {t.upper() for t in self.tags}

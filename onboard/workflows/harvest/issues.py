@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from onboard.github_token import DEFAULT_API_URL
+from onboard.github.token import DEFAULT_API_URL
 from onboard.workflows.harvest import enrich, rank
 from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.stored import StoredItems
@@ -32,7 +32,7 @@ class GitHubAsk:
 
     def token(self) -> str | None:
         if not self._token:
-            from onboard.github_token import find_token
+            from onboard.github.token import find_token
 
             found = find_token(self.api_url)
             self._token.append(found.value if found is not None else None)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard.cache import sha1_hex
+from onboard.jsonable import spec
 from onboard.workflows.harvest import forms
 
 # Small, local actions: the comment says what to do, and it is little. Matched at
@@ -110,31 +111,35 @@ class Reason:
     points: int
     why: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"points": self.points, "why": self.why}
+
+def _places(items: list[Item]) -> list[dict[str, object]]:
+    return [{"id": i.id, "path": i.path, "line": i.line} for i in items]
 
 
 @dataclass
 class Item:
-    """A tagged comment of the tree (JSON keys documented in ``to_json``)."""
+    """A tagged comment of the tree. JSON keys: its fields (not col; the form's parts,
+    python_only and score after them; linked as linked_issues, same_issue as {id,
+    path, line})."""
 
     id: str
     path: str
     line: int
     end_line: int
-    col: int
+    col: int = field(metadata=spec(omit=True))
     language: str  # python / c++ / cuda / objc++
     module: str  # dotted: torch.nn.modules.conv, aten.src.ATen.native.Foo
     text: str  # the whole comment, continuation lines joined
-    form: forms.Form
+    form: forms.Form = field(metadata=spec(omit=True))  # its parts are the item's keys
     reasons: list[Reason] = field(default_factory=list)
     test_file: str | None = None
     url: str | None = None
     blame: dict[str, Any] | None = None
-    linked: list[dict[str, Any]] = field(default_factory=list)  # enriched issues
+    # enriched issues
+    linked: list[dict[str, Any]] = field(default_factory=list, metadata=spec(key="linked_issues"))
     # Lower-ranked comments naming an issue or PR this one names (``filters.Filters.first``):
-    # one task, listed once.
-    same_issue: list[Item] = field(default_factory=list)
+    # one task, listed once (in JSON by where they are).
+    same_issue: list[Item] = field(default_factory=list, metadata=spec(convert=_places))
 
     @property
     def score(self) -> int:
@@ -148,32 +153,19 @@ class Item:
     def tag(self) -> str:
         return self.form.tag
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         f = self.form
         return {
-            "id": self.id,
-            "path": self.path,
-            "line": self.line,
-            "end_line": self.end_line,
             "tag": f.tag,
             "kind": f.kind,
-            "owners": list(f.owners),
-            "issues": list(f.issues),
-            "pulls": list(f.pulls),
-            "internal_ids": list(f.internal_ids),
-            "other_links": list(f.other_links),
-            "text": self.text,
+            "owners": f.owners,
+            "issues": f.issues,
+            "pulls": f.pulls,
+            "internal_ids": f.internal_ids,
+            "other_links": f.other_links,
             "body": f.body,
-            "language": self.language,
             "python_only": self.python_only,
-            "module": self.module,
             "score": self.score,
-            "reasons": [r.to_json() for r in self.reasons],
-            "test_file": self.test_file,
-            "url": self.url,
-            "blame": self.blame,
-            "linked_issues": self.linked,
-            "same_issue": [{"id": i.id, "path": i.path, "line": i.line} for i in self.same_issue],
         }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from onboard.jsonable import spec
 from onboard.workflows.harvest.collect import Scan
 from onboard.workflows.harvest.rank import Item
 from onboard.workflows.harvest.tags import TAGS
@@ -14,11 +15,13 @@ from onboard.workflows.harvest.tags import TAGS
 
 @dataclass
 class HarvestResult:
-    """What `onboard harvest` found (JSON keys: see ``to_json``)."""
+    """What `onboard harvest` found. JSON keys: items, filters, notes, issues, then root,
+    tree, commit, searcher, summary (see ``summary``), seconds."""
 
-    scan: Scan
+    scan: Scan = field(metadata=spec(omit=True))  # its part of the JSON: json_extra
     items: list[Item]  # the shown ones, ranked
-    matched: int  # items passing the filters (before --limit)
+    # items passing the filters (before --limit): in JSON in summary
+    matched: int = field(metadata=spec(omit=True))
     filters: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     issues: list[dict[str, Any]] | None = None  # --issues
@@ -55,18 +58,14 @@ class HarvestResult:
             "changed_during_run": dict(s.changed_during_run),
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         t = self.scan.target
         return {
-            "root": str(t.root),
+            "root": t.root,
             "tree": t.kind,
             "commit": t.ws.commit if t.ws else None,
             "searcher": self.scan.searcher,
             "summary": self.summary(),
-            "filters": self.filters,
-            "items": [i.to_json() for i in self.items],
-            "issues": self.issues,
-            "notes": self.notes,
             "seconds": self.scan.seconds,
         }
 
@@ -76,8 +75,9 @@ class ShowResult:
     """One harvested comment with the code around it, its blame and links."""
 
     item: Item
-    context_start: int
-    context: list[str]
+    # In JSON one "context" {start_line, lines} (json_extra).
+    context_start: int = field(metadata=spec(omit=True))
+    context: list[str] = field(metadata=spec(omit=True))
     blame: list[dict[str, Any]]  # per line of the comment
     links: dict[str, Any]
     notes: list[str]
@@ -87,12 +87,5 @@ class ShowResult:
     def exit_code(self) -> int:
         return 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "item": self.item.to_json(),
-            "root": str(self.root),
-            "context": {"start_line": self.context_start, "lines": self.context},
-            "blame": self.blame,
-            "links": self.links,
-            "notes": self.notes,
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"context": {"start_line": self.context_start, "lines": self.context}}

@@ -13,21 +13,23 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from onboard.errors import BadInput, OnboardError
+from onboard.jsonable import spec
 from onboard.report import Reporter
 from onboard.shell import quote
 from onboard.workflows.newop import family as families
 from onboard.workflows.newop import names
 from onboard.workflows.newop.plan import Plan, build, unified_diff
+from onboard.workflows.newop.request import NewOpRequest
 
 if TYPE_CHECKING:
     from onboard.workflows.newop.practice import PracticeResult
     from onboard.workflows.newop.reveal import RevealResult
     from onboard.workspace import Workspace
 
-__all__ = ["NewOpResult", "new_op", "scaffold", "branch_name"]
+__all__ = ["NewOpRequest", "NewOpResult", "new_op", "scaffold", "branch_name"]
 
 
 def branch_name(name: str) -> str:
@@ -47,14 +49,14 @@ class NewOpResult:
     """
 
     name: str
-    plan: Plan
+    plan: Plan = field(metadata=spec(omit=True))  # its part of the JSON: json_extra
     checkout: Path
     dry_run: bool
     branch: str
     commit: str | None = None
-    diff: str = ""
-    reference_tree: bool = False
-    seconds: float = 0.0
+    diff: str = field(default="", metadata=spec(omit=True))  # json_extra: dry run only
+    reference_tree: bool = field(default=False, metadata=spec(omit=True))
+    seconds: float = field(default=0.0, metadata=spec(digits=3))
     next_steps: list[str] = field(default_factory=list)
 
     @property
@@ -62,44 +64,39 @@ class NewOpResult:
         """0: what could not be written is an error (exit 1 or 2), not a result."""
         return 0
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
+        family = self.plan.family
         return {
             "ok": True,
-            "name": self.name,
-            "kind": self.plan.family.kind,
-            "like": self.plan.family.like,
-            "dry_run": self.dry_run,
-            "branch": self.branch,
-            "commit": self.commit,
-            "checkout": str(self.checkout),
-            "changes": [c.to_json() for c in self.plan.changes],
-            "unplaced": [u.to_json() for u in self.plan.unplaced],
-            "family": self.plan.family.to_json(),
-            "notes": list(self.plan.notes),
+            "kind": family.kind,
+            "like": family.like,
+            "changes": self.plan.changes,
+            "unplaced": self.plan.unplaced,
+            "family": family,
+            "notes": self.plan.notes,
             "diff": self.diff if self.dry_run else "",
-            "next_steps": list(self.next_steps),
-            "seconds": round(self.seconds, 3),
         }
 
 
 def new_op(
-    name: str,
-    *,
-    workspace: str | None = None,
-    kind: str | None = None,
-    like: str | None = None,
-    dry_run: bool = False,
-    reveal: bool = False,
-    reporter: Reporter | None = None,
+    request: NewOpRequest, reporter: Reporter | None = None
 ) -> NewOpResult | PracticeResult | RevealResult:
     """`onboard new-op`: ``scaffold`` in the workspace's checkout or, with ``reveal``,
     how PyTorch itself writes the existing op NAME (writing nothing)."""
     from onboard.workspace import require
 
-    ws = require(workspace, writing=True)
-    if not reveal:
-        return scaffold(ws, name, kind=kind, like=like, dry_run=dry_run, reporter=reporter)
-    if like or dry_run:
+    ws = require(request.workspace, writing=True)
+    name = request.name
+    if not request.reveal:
+        return scaffold(
+            ws,
+            name,
+            kind=request.kind,
+            like=request.like,
+            dry_run=request.dry_run,
+            reporter=reporter,
+        )
+    if request.like or request.dry_run:
         raise BadInput(
             "--reveal shows an existing op and writes nothing; it takes no --like or --dry-run.",
             next_step=f"Run `onboard new-op {name} --reveal`.",
@@ -166,8 +163,6 @@ def scaffold(
             f"`Tensor.{name}`) would clash with the binding torchgen generates for a new op.",
             next_step=f"Pick another name, e.g. `onboard new-op {practice}`.",
         )
-    if kind is not None and kind not in ("unary", "binary"):
-        raise BadInput(f"--kind must be unary or binary, not {kind!r}.")
     if like is not None:
         reporter.step(f"reading how `{like}` is built (native_functions.yaml, the installed torch)")
         fam = families.like(checkout, like, kind, ws.python, yaml_text, ws.root)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from onboard import files
+from onboard.jsonable import to_json
 from onboard.workflows.newop.family import Family, default
 from onboard.workflows.newop.plan import op_files
 
@@ -35,16 +36,6 @@ class Manifest:
     def is_practice(self) -> bool:
         return self.mode == PRACTICE
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "family": self.family.to_json(),
-            "files": self.files,
-            "branch": self.branch,
-            "mode": self.mode,
-            "practice": self.practice,
-        }
-
 
 def folder(ws_root: Path) -> Path:
     return ws_root / ".onboard" / "newop"
@@ -53,7 +44,7 @@ def folder(ws_root: Path) -> Path:
 def save(ws_root: Path, manifest: Manifest) -> Path:
     path = folder(ws_root) / f"{manifest.name}.json"
     files.make_dirs(path.parent)
-    files.write_text(path, json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
+    files.write_text(path, json.dumps(to_json(manifest), indent=2, sort_keys=True) + "\n")
     return path
 
 

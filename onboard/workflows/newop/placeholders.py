@@ -41,9 +41,6 @@ class Unwritten:
     what: str
     location: str  # path:line of the marker
 
-    def to_json(self) -> dict[str, str]:
-        return {"what": self.what, "location": self.location}
-
 
 def _blocks(rendered: str) -> list[list[str]]:
     """Each marker line with the lines after it that hold its placeholder."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from onboard.jsonable import spec
 from onboard.render import render
 from onboard.workflows.newop import insert
 from onboard.workflows.newop.family import Family
@@ -40,25 +41,20 @@ _DTYPE_TORCH = {"bfloat16": "torch.bfloat16", "float16": "torch.half"}
 class FileChange:
     path: str  # repo-relative, posix
     role: str  # what PyTorch uses the entry for
-    before: str | None  # None: a new file
-    after: str
+    before: str | None = field(metadata=spec(omit=True))  # None: a new file
+    after: str = field(metadata=spec(omit=True))
     line: int  # 1-based line where the new text starts
     where: str
     # "create" / "insert" by default; practice mode's "take out" removes a real kernel.
-    action: str = ""
+    # In JSON the action taken, default or not (json_extra).
+    action: str = field(default="", metadata=spec(omit=True))
 
     @property
     def created(self) -> bool:
         return self.before is None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "role": self.role,
-            "action": self.action or ("create" if self.created else "insert"),
-            "line": self.line,
-            "where": self.where,
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"action": self.action or ("create" if self.created else "insert")}
 
 
 @dataclass(frozen=True)
@@ -66,9 +62,6 @@ class Unplaced:
     path: str
     role: str
     reason: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "role": self.role, "reason": self.reason}
 
 
 @dataclass

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import git, proc
+from onboard.jsonable import spec, to_json
 from onboard.render import render
 from onboard.report import Reporter
 from onboard.shell import quote
@@ -97,9 +98,6 @@ class TakenOut:
     line: int
     what: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "what": self.what}
-
 
 def take_out(text: str, name: str, replacement: str) -> tuple[str, list[tuple[int, str]]]:
     """``text`` without the registrations of ``NAME_stub`` (and the kernel functions
@@ -160,19 +158,19 @@ class PracticeResult:
     ``next_steps``, ``seconds``."""
 
     name: str
-    plan: Plan
+    plan: Plan = field(metadata=spec(omit=True))  # its part of the JSON: json_extra
     checkout: Path
     dry_run: bool
     branch: str
     torch_version: str
-    kernel: list[str]
-    copied: list[str]
+    kernel: list[str] = field(metadata=spec(key="kernel_dtypes"))
+    copied: list[str] = field(metadata=spec(key="copied_dtypes"))
     taken_out: list[TakenOut] = field(default_factory=list)
     commit: str | None = None
     guide: str = ""
     guide_path: Path | None = None
-    diff: str = ""
-    seconds: float = 0.0
+    diff: str = field(default="", metadata=spec(omit=True))  # json_extra: dry run only
+    seconds: float = field(default=0.0, metadata=spec(digits=3))
     next_steps: list[str] = field(default_factory=list)
 
     @property
@@ -180,28 +178,15 @@ class PracticeResult:
         """0: what could not be written is an error (exit 1 or 2), not a result."""
         return 0
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         return {
             "ok": True,
             "mode": "practice",
-            "name": self.name,
             "kind": self.plan.family.kind,
-            "dry_run": self.dry_run,
-            "branch": self.branch,
-            "commit": self.commit,
-            "checkout": str(self.checkout),
-            "changes": [c.to_json() for c in self.plan.changes],
-            "taken_out": [t.to_json() for t in self.taken_out],
+            "changes": self.plan.changes,
             "oracle": f"torch.{self.name}",
-            "torch_version": self.torch_version,
-            "kernel_dtypes": self.kernel,
-            "copied_dtypes": self.copied,
-            "guide": self.guide,
-            "guide_path": str(self.guide_path) if self.guide_path else None,
-            "notes": list(self.plan.notes),
+            "notes": self.plan.notes,
             "diff": self.diff if self.dry_run else "",
-            "next_steps": list(self.next_steps),
-            "seconds": round(self.seconds, 3),
         }
 
 
@@ -351,7 +336,7 @@ def practise(
                     "base_commit": base,
                     "kernel_dtypes": kernel,
                     "copied_dtypes": copied,
-                    "taken_out": [t.to_json() for t in taken],
+                    "taken_out": to_json(taken),
                     "placeholder": PLACEHOLDER,
                     "marker": MARKER,
                 },

@@ -11,14 +11,14 @@ templates/pr/, write PR_DRAFT.md; with ``open_pr`` push to the fork and open
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onboard import git, transaction
 from onboard.errors import OnboardError
-from onboard.github import DEFAULT_API_URL, find_token, gh_hosts_file, web_host
+from onboard.github.token import find_token, gh_hosts_file, web_host
+from onboard.jsonable import spec
 from onboard.redact import redact
 from onboard.report import Reporter
 from onboard.workflows.newop.placeholders import MARKER
@@ -30,40 +30,38 @@ from onboard.workflows.pr.change import (
     resolve_repo,
 )
 from onboard.workflows.pr.publish import (
-    DEFAULT_PUSH_TIMEOUT_S,
     REMINDERS,
     Published,
     publish,
 )
+from onboard.workflows.pr.request import PrRequest
 from onboard.workflows.reviews import suggest
 
 if TYPE_CHECKING:
     from onboard.workflows.newop.placeholders import Unwritten
 
-DEFAULT_UPSTREAM = "pytorch/pytorch"
-
 
 @dataclass
 class PrResult:
-    change: Change
+    change: Change = field(metadata=spec(omit=True))  # its part of the JSON: json_extra
     title: str
     body: str
-    draft_text: str
+    draft_text: str = field(metadata=spec(omit=True))  # the file at draft_path
     draft_path: Path
     draft_backup: Path | None
     lint: lint.LintResult
     tests: list[testplan.TestCommand]
     label: labels.LabelSuggestion
-    hazards: list[abi.Hazard]
+    hazards: list[abi.Hazard] = field(metadata=spec(key="bc_warnings"))
     issue: int | None
-    published: Published | None = None
+    published: Published | None = field(default=None, metadata=spec(key="pull_request"))
     notes: list[str] = field(default_factory=list)
     unwritten: list[Unwritten] = field(default_factory=list)  # scaffold.leftovers
     # Why `onboard pr --open` would be refused here (a reference tree), said instead of
     # suggesting it.
     open_blocked: str | None = None
     # People who could review it (merge_rules and past approvals): suggested, never requested.
-    reviewers: list[Any] = field(default_factory=list)
+    reviewers: list[Any] = field(default_factory=list, metadata=spec(key="suggested_reviewers"))
 
     @property
     def exit_code(self) -> int:
@@ -75,54 +73,30 @@ class PrResult:
     def reminders(self) -> list[str]:
         return list(REMINDERS) if self.published else []
 
-    def to_json(self) -> dict[str, Any]:
+    def json_extra(self) -> dict[str, object]:
         c = self.change
         return {
             "ok": self.exit_code == 0,
-            "repo": str(c.repo),
+            "repo": c.repo,
             "branch": c.branch,
             "base": c.base,
             "merge_base": c.merge_base,
             "head": c.head,
             "commits": [{"sha": k.sha, "subject": k.subject} for k in c.commits],
             "changed_files": [{"status": f.status, "path": f.path} for f in c.files],
-            "uncommitted": list(c.uncommitted),
-            "lint": self.lint.to_json(),
-            "tests": [t.to_json() for t in self.tests],
-            "label": self.label.to_json(),
-            "bc_warnings": [h.to_json() for h in self.hazards],
-            "unwritten": [u.to_json() for u in self.unwritten],
-            "issue": self.issue,
-            "title": self.title,
-            "body": self.body,
-            "draft_path": str(self.draft_path),
-            "draft_backup": str(self.draft_backup) if self.draft_backup else None,
+            "uncommitted": c.uncommitted,
             "dry_run": self.published is None,
-            "pull_request": self.published.to_json() if self.published else None,
-            "open_blocked": self.open_blocked,
-            "suggested_reviewers": [r.to_json() for r in self.reviewers],
             "reminders": self.reminders,
-            "notes": list(self.notes),
         }
 
 
-def run(
-    *,
-    repo: str | os.PathLike[str] | None = None,
-    workspace: str | os.PathLike[str] | None = None,
-    base: str | None = None,
-    issue: int | None = None,
-    title: str | None = None,
-    open_pr: bool = False,
-    fork_remote: str | None = None,
-    api_url: str = DEFAULT_API_URL,
-    upstream_repo: str = DEFAULT_UPSTREAM,
-    push_timeout: float = DEFAULT_PUSH_TIMEOUT_S,
-    reporter: Reporter | None = None,
-) -> PrResult:
+def run(request: PrRequest, reporter: Reporter | None = None) -> PrResult:
+    """`onboard pr`: the draft (PR_DRAFT.md) and, with ``open_pr``, the pull request."""
     from onboard import workspace as ws_mod
 
     reporter = reporter or Reporter()
+    repo, workspace, base, issue = request.repo, request.workspace, request.base, request.issue
+    open_pr, api_url, upstream_repo = request.open_pr, request.api_url, request.upstream_repo
     if issue is not None and issue <= 0:
         from onboard.errors import BadInput
 
@@ -178,7 +152,7 @@ def run(
             "over (`git format-patch` / `git am`), and run `onboard pr` there."
         )
 
-    pr_title = (title or "").strip() or draft.default_title(change.commits)
+    pr_title = (request.title or "").strip() or draft.default_title(change.commits)
     lint_clean = lint_result.status == lint.CLEAN
     body_ctx = {
         "summary": draft.summary(change.commits),
@@ -275,9 +249,9 @@ def run(
             token=token,
             api_url=api_url,
             upstream_repo=upstream_repo,
-            fork_remote=fork_remote,
+            fork_remote=request.fork_remote,
             reporter=reporter,
-            push_timeout=push_timeout,
+            push_timeout=request.push_timeout,
         )
         if not result.published.maintainer_can_modify:
             result.notes.append(

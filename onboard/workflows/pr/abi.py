@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 LAYOUT_FILES = {
     "c10/core/TensorImpl.h": "TensorImpl",
@@ -43,14 +42,6 @@ class Hazard:
     path: str
     message: str
     lines: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "message": self.message,
-            "lines": list(self.lines),
-        }
 
 
 def _code(line: str) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+
+from onboard.jsonable import spec
 
 NOT_USER_FACING = "topic: not user facing"
 
@@ -86,20 +87,15 @@ class LabelSuggestion:
     label: str
     reason: str
     alternatives: tuple[str, ...] = field(default=())
-    unmatched: tuple[str, ...] = field(default=())  # user-facing paths no rule knew
+    # user-facing paths no rule knew
+    unmatched: tuple[str, ...] = field(default=(), metadata=spec(key="unmatched_paths"))
 
     @property
     def bot_comment(self) -> str:
         return f'@pytorchbot label "{self.label}"'
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "reason": self.reason,
-            "alternatives": list(self.alternatives),
-            "unmatched_paths": list(self.unmatched),
-            "bot_comment": self.bot_comment,
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"bot_comment": self.bot_comment}
 
 
 def is_user_facing(path: str) -> bool:

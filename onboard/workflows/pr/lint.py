@@ -13,7 +13,6 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from onboard import proc
 from onboard.report import Reporter
@@ -37,16 +36,6 @@ class LintMessage:
     severity: str  # error / warning / advice / disabled
     name: str
     description: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "code": self.code,
-            "severity": self.severity,
-            "name": self.name,
-            "description": self.description,
-        }
 
 
 @dataclass(frozen=True)
@@ -76,15 +65,8 @@ class LintResult:
             )
         return f"lintrunner not run: {self.note}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "ran": self.ran,
-            "command": list(self.command),
-            "initialized": self.initialized,
-            "messages": [m.to_json() for m in self.messages],
-            "note": self.note,
-        }
+    def json_extra(self) -> dict[str, object]:
+        return {"ran": self.ran}
 
 
 def run_lintrunner(repo: Path, paths: list[str], reporter: Reporter) -> LintResult:

@@ -18,12 +18,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from onboard import git
 from onboard.errors import OnboardError, ProcTimeout
-from onboard.github import PullRequests, Token, web_host
+from onboard.github.pulls import PullRequests
+from onboard.github.token import Token, web_host
 from onboard.redact import redact
 from onboard.report import Reporter
 from onboard.workflows.pr.change import Change, is_upstream, owner_repo
@@ -58,19 +58,6 @@ class Published:
     # False: GitHub refused to let maintainers edit the branch (a fork an organisation
     # owns), and the pull request was opened without it.
     maintainer_can_modify: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "remote": self.remote,
-            "remote_url": self.remote_url,
-            "head": self.head,
-            "base": self.base,
-            "number": self.number,
-            "url": self.url,
-            "action": self.action,
-            "pushed": self.pushed,
-            "maintainer_can_modify": self.maintainer_can_modify,
-        }
 
 
 def choose_fork_remote(repo: Path, explicit: str | None, upstream_repo: str) -> tuple[str, str]:

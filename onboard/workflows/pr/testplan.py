@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from onboard import git
 from onboard.shell import quote
@@ -49,9 +48,6 @@ class TestCommand:
     command: str  # "python test/test_ops.py -k trunc"
     reason: str  # why: "new op `trunc` (OpInfo tests)"
     present: bool  # the test file is in this checkout
-
-    def to_json(self) -> dict[str, Any]:
-        return {"command": self.command, "reason": self.reason, "present": self.present}
 
 
 def ops_in_change(change: Change) -> list[str]:
