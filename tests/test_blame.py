@@ -31,6 +31,7 @@ from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
 from onboard.jsonable import to_json
+from onboard.workflows.reviews.request import BlameRequest, ReviewsRequest
 from onboard.workflows.reviews.run_blame import blame
 from onboard.workflows.reviews.run_reviews import reviews
 
@@ -46,7 +47,9 @@ def test_one_line_names_its_pr_approvers_and_the_thread_on_it(
     review_repo: ReviewRepo, api: ReviewsAPI
 ) -> None:
     line = review_repo.line_of(UNARY_OPS, BOOL_CHECK)
-    result = blame(f"{UNARY_OPS}:{line}", repo=str(review_repo.path), api_url=api.url)
+    result = blame(
+        BlameRequest(spec=f"{UNARY_OPS}:{line}", repo=str(review_repo.path), api_url=api.url)
+    )
     truth = _git_blame_sha(review_repo.path, UNARY_OPS, line, review_repo.shas["reformat"])
     assert truth == review_repo.shas["reland"]
     assert [ln.sha for ln in result.lines] == [truth]
@@ -66,7 +69,9 @@ def test_a_reformat_listed_in_ignore_revs_is_skipped(
     review_repo: ReviewRepo, api: ReviewsAPI
 ) -> None:
     line = review_repo.line_of(UNARY_OPS, REFORMATTED)
-    result = blame(f"{UNARY_OPS}:{line}", repo=str(review_repo.path), offline=True)
+    result = blame(
+        BlameRequest(spec=f"{UNARY_OPS}:{line}", repo=str(review_repo.path), offline=True)
+    )
     plain = _git_blame_sha(review_repo.path, UNARY_OPS, line)
     assert plain == review_repo.shas["reformat"]
     skipped = _git_blame_sha(review_repo.path, UNARY_OPS, line, review_repo.shas["reformat"])
@@ -83,13 +88,20 @@ def test_walk_decides_format_only_from_the_diff_and_names_a_relands_original(
     # text, not only its whitespace: the walk stops there, whatever the subject says.
     codemod_line = review_repo.line_of(UNARY_OPS, CODEMODDED)
     walked = blame(
-        f"{UNARY_OPS}:{codemod_line}", repo=str(review_repo.path), api_url=api.url, walk=True
+        BlameRequest(
+            spec=f"{UNARY_OPS}:{codemod_line}",
+            repo=str(review_repo.path),
+            api_url=api.url,
+            walk=True,
+        )
     )
     assert walked.lines[0].sha == review_repo.shas["codemod"] and walked.skipped == []
 
     bool_line = review_repo.line_of(UNARY_OPS, BOOL_CHECK)
     reland = blame(
-        f"{UNARY_OPS}:{bool_line}", repo=str(review_repo.path), api_url=api.url, walk=True
+        BlameRequest(
+            spec=f"{UNARY_OPS}:{bool_line}", repo=str(review_repo.path), api_url=api.url, walk=True
+        )
     )
     sha = review_repo.shas["reland"]
     assert reland.lines[0].sha == sha  # git cannot blame a re-added line further
@@ -121,12 +133,18 @@ def test_walk_skips_a_whitespace_only_commit_and_keeps_a_typo_fix_that_changes_c
     added = _commit(repo, DOC_LINE, f"{DOC_LINE}\n{scaled}", "Scale the result (#150120)")
     # Subject of a typo fix, change of a number: the code changed here.
     typo = _commit(repo, scaled, scaled.replace("* 5", "* 7"), "Fix typo in the scale")
-    walked = blame(f"{UNARY_OPS}:{line + 1}", repo=str(repo), offline=True, walk=True)
+    walked = blame(
+        BlameRequest(spec=f"{UNARY_OPS}:{line + 1}", repo=str(repo), offline=True, walk=True)
+    )
     assert walked.lines[0].sha == typo != added and walked.skipped == []
     # Subject of a change, diff of a re-indent and a line re-wrapped: only whitespace.
     wrapped = "  auto y =\n      x * 7;  // the scale"
     indent = _commit(repo, scaled.replace("* 5", "* 7"), wrapped, "Tidy UnaryOps (#150121)")
-    walked = blame(f"{UNARY_OPS}:{line + 1}-{line + 2}", repo=str(repo), offline=True, walk=True)
+    walked = blame(
+        BlameRequest(
+            spec=f"{UNARY_OPS}:{line + 1}-{line + 2}", repo=str(repo), offline=True, walk=True
+        )
+    )
     truth = {_git_blame_sha(repo, UNARY_OPS, n, indent) for n in (line + 1, line + 2)}
     assert {ln.sha for ln in walked.lines} == truth == {typo}
     assert [(s.sha, s.kind) for s in walked.skipped] == [(indent, "format-only")]
@@ -152,9 +170,11 @@ def test_a_revert_is_stepped_past_with_what_it_reverted(
     git("commit", "--amend", "-q", "-m", f"{message}\n\n{by}", cwd=repo)
     revert = git("rev-parse", "HEAD", cwd=repo)
     line = review_repo.line_of(UNARY_OPS, DOC_LINE)
-    plain = blame(f"{UNARY_OPS}:{line}", repo=str(repo), offline=True)
+    plain = blame(BlameRequest(spec=f"{UNARY_OPS}:{line}", repo=str(repo), offline=True))
     assert plain.lines[0].sha == revert
-    walked = blame(f"{UNARY_OPS}:{line}", repo=str(repo), offline=True, walk=True)
+    walked = blame(
+        BlameRequest(spec=f"{UNARY_OPS}:{line}", repo=str(repo), offline=True, walk=True)
+    )
     truth = _git_blame_sha(repo, UNARY_OPS, line, revert, changed, review_repo.shas["reformat"])
     assert walked.lines[0].sha == truth == review_repo.shas["stack2"]
     assert [s.kind for s in walked.skipped] == ["revert"]
@@ -201,7 +221,7 @@ def test_a_subjects_pr_number_links_only_to_the_repositorys_own_github(
     if remote:
         git("remote", "add", "origin", remote, cwd=repo)
     sha = git("rev-parse", "HEAD", cwd=repo)
-    found = blame("a.py:2", repo=str(repo), offline=True)
+    found = blame(BlameRequest(spec="a.py:2", repo=str(repo), offline=True))
     view = found.prs[sha]
     assert view.change.trailers.pr == 1013
     if linked is None:
@@ -218,9 +238,11 @@ def test_a_subjects_pr_number_links_only_to_the_repositorys_own_github(
 def test_refresh_revalidates_for_free(review_repo: ReviewRepo, api: ReviewsAPI) -> None:
     line = review_repo.line_of(UNARY_OPS, BOOL_CHECK)
     spec = f"{UNARY_OPS}:{line}"
-    blame(spec, repo=str(review_repo.path), api_url=api.url)
+    blame(BlameRequest(spec=spec, repo=str(review_repo.path), api_url=api.url))
     left = api.remaining
-    again = blame(spec, repo=str(review_repo.path), api_url=api.url, refresh=True)
+    again = blame(
+        BlameRequest(spec=spec, repo=str(review_repo.path), api_url=api.url, refresh=True)
+    )
     assert again.api is not None and again.api.not_modified == 2 == api.not_modified
     assert api.remaining == left  # a 304 does not count against the rate limit
     assert all(r.headers.get("If-None-Match") for r in api.requests[2:])
@@ -239,7 +261,7 @@ def test_bad_input_is_one_paragraph_with_a_next_step(
     review_repo: ReviewRepo, spec: str, words: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(BadInput) as info:
-        blame(spec, repo=str(review_repo.path), offline=True)
+        blame(BlameRequest(spec=spec, repo=str(review_repo.path), offline=True))
     assert words in info.value.message and info.value.next_step
     assert run_cli(cli, ["blame", spec, "--repo", str(review_repo.path), "--offline"]) == 2
 
@@ -247,9 +269,13 @@ def test_bad_input_is_one_paragraph_with_a_next_step(
 def test_line_count_in_the_error_is_the_files(review_repo: ReviewRepo) -> None:
     total = len((review_repo.path / UNARY_OPS).read_text().splitlines())
     with pytest.raises(BadInput) as info:
-        blame(f"{UNARY_OPS}:{total + 1}", repo=str(review_repo.path), offline=True)
+        blame(
+            BlameRequest(spec=f"{UNARY_OPS}:{total + 1}", repo=str(review_repo.path), offline=True)
+        )
     assert f"has {total} line(s)" in info.value.message
-    assert blame(f"{UNARY_OPS}:{total}", repo=str(review_repo.path), offline=True).lines
+    assert blame(
+        BlameRequest(spec=f"{UNARY_OPS}:{total}", repo=str(review_repo.path), offline=True)
+    ).lines
 
 
 def test_a_depth1_clone_fetches_its_history_once_blobless(
@@ -261,15 +287,15 @@ def test_a_depth1_clone_fetches_its_history_once_blobless(
     line = review_repo.line_of(UNARY_OPS, BOOL_CHECK)
     spec = f"{UNARY_OPS}:{line}"
     with pytest.raises(OnboardError) as info:
-        blame(spec, workspace=str(ws), offline=True)
+        blame(BlameRequest(spec=spec, workspace=str(ws), offline=True))
     assert "No history" in info.value.message and "once online" in (info.value.next_step or "")
     with pytest.raises(OnboardError) as info:
-        reviews([UNARY_OPS], workspace=str(ws), offline=True)
+        reviews(ReviewsRequest(targets=[UNARY_OPS], workspace=str(ws), offline=True))
     assert "No history" in info.value.message
     assert "onboard reviews sync" in (info.value.next_step or "")
 
     since = "2025-02-06"  # the fixture's commits are a day apart from 2025-02-01
-    result = blame(spec, workspace=str(ws), api_url=api.url, since=since)
+    result = blame(BlameRequest(spec=spec, workspace=str(ws), api_url=api.url, since=since))
     assert result.history.fetched_now and result.history.bytes_fetched > 0
     assert git("config", "remote.origin.promisor", cwd=checkout) == "true"  # blobless
     wanted = git("rev-list", "--count", f"--since={since}", "HEAD", cwd=review_repo.path)
@@ -281,11 +307,11 @@ def test_a_depth1_clone_fetches_its_history_once_blobless(
     assert "?" not in missing
     assert "?" in git("rev-list", "--objects", "--missing=print", "HEAD", cwd=checkout)
 
-    again = blame(spec, workspace=str(ws), offline=True, since=since)
+    again = blame(BlameRequest(spec=spec, workspace=str(ws), offline=True, since=since))
     assert not again.history.fetched_now and again.history.kind == "fetched"
     assert again.lines[0].sha == result.lines[0].sha
     # A line older than the history is said to be so, at the oldest commit here.
-    older = blame(f"{UNARY_OPS}:1", workspace=str(ws), offline=True, since=since)
+    older = blame(BlameRequest(spec=f"{UNARY_OPS}:1", workspace=str(ws), offline=True, since=since))
     assert older.lines[0].boundary
     assert any("older than this history" in note for note in older.notes)
 
@@ -295,7 +321,11 @@ def test_the_reference_tree_cannot_blame(tmp_path: Path) -> None:
 
     ws = make_reference_workspace(tmp_path / "ws")
     with pytest.raises(OnboardError) as info:
-        blame("aten/src/ATen/native/native_functions.yaml:1", workspace=str(ws.root))
+        blame(
+            BlameRequest(
+                spec="aten/src/ATen/native/native_functions.yaml:1", workspace=str(ws.root)
+            )
+        )
     assert "reference tree" in info.value.message
     assert "onboard reviews" in (info.value.next_step or "")
 
@@ -310,7 +340,7 @@ def test_a_repository_without_a_github_remote_asks_github_for_no_review(tmp_path
     git("add", "a.py", cwd=repo)
     git("commit", "-q", "-m", "Fix the parser (#1013)", cwd=repo)
     with ReviewsAPI() as server:
-        found = blame("a.py:2", repo=str(repo), api_url=server.url)
+        found = blame(BlameRequest(spec="a.py:2", repo=str(repo), api_url=server.url))
         assert [r.path for r in server.requests] == []
     assert any("has no GitHub remote" in n and "--upstream-repo" in n for n in found.notes)
 
@@ -329,6 +359,6 @@ def test_a_pytorch_fork_links_its_numbers_to_pytorch(tmp_path: Path) -> None:
     git("commit", "-q", "-m", "Fix trunc (#1013)", cwd=repo)
     git("remote", "add", "origin", "https://github.com/me/pytorch.git", cwd=repo)
     sha = git("rev-parse", "HEAD", cwd=repo)
-    found = blame("torch/__init__.py:2", repo=str(repo), offline=True)
+    found = blame(BlameRequest(spec="torch/__init__.py:2", repo=str(repo), offline=True))
     view = found.prs[sha]
     assert view.url == "https://github.com/pytorch/pytorch/pull/1013"

@@ -27,10 +27,14 @@ COMMON = {"--json", "--verbose", "--workspace"}
 
 
 def _options(command: click.Command) -> set[str]:
+    """The option names --help shows (an old spelling kept for scripts is not shown)."""
+    from onboard.commands.options import ShownOnce
+
     found = set()
     for param in command.params:
         if isinstance(param, click.Option) and not param.hidden:
-            found.update(o for o in param.opts if o.startswith("--") and o != "--help")
+            opts = param.opts[:1] if isinstance(param, ShownOnce) else param.opts
+            found.update(o for o in opts if o.startswith("--") and o != "--help")
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             found |= _options(sub)

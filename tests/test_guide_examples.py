@@ -15,7 +15,7 @@ import pytest
 from fixtures.cli import wheel_workspace
 
 from onboard.workflows.locate import LocateRequest, locate
-from onboard.workflows.where import where
+from onboard.workflows.where import WhereRequest, where
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ def test_the_where_generated_example(ws: Path) -> None:
         r'\s+"registered in the TORCH_LIBRARY_IMPL block at \.\.\.:(\d+)"'
     )
     path, line, wrapper, block = said.groups()
-    result = where("trunc", workspace=str(ws), generated=True)
+    result = where(WhereRequest.parse("trunc", workspace=str(ws), generated=True))
     cpu = next(r for r in result.dispatch if r.key == "CPU" and r.op == "aten::trunc")
     assert (cpu.location.path, cpu.location.line, cpu.implementation) == (
         path,

@@ -5,6 +5,9 @@
 - Workflows never import Click, nor rich or the console: they return results, and
   ``onboard/views`` draws them. Only the proc adapter starts processes.
 - No module calls into another module's private names.
+- Each command calls one workflow entry with one request object (a frozen
+  dataclass the command builds from what Click parsed, never ``**parsed``
+  splatted into the workflow), and that entry takes the request first.
 
 Imports under ``if TYPE_CHECKING:`` are for the type checker only and do not
 count.
@@ -230,3 +233,132 @@ def test_children_speak_one_protocol() -> None:
         p.name for p in children.glob("_*_child.py") if not _imports_anywhere(p, "onboard_answer")
     )
     assert silent == []
+
+
+# --- commands: parse, then one workflow with one request -------------------------------
+
+
+def _is_command(func: ast.FunctionDef) -> bool:
+    """A Click command's callback: decorated with ``click.command``/``group`` or a
+    group's ``.command``."""
+    for deco in func.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if isinstance(target, ast.Attribute) and target.attr in ("command", "group"):
+            return True
+    return False
+
+
+def _workflow_names(func: ast.FunctionDef) -> dict[str, tuple[str, str]]:
+    """Local name -> (workflow module, name there) for what ``func`` imports from
+    ``onboard.workflows``."""
+    names = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("onboard.workflows"):
+            for alias in node.names:
+                names[alias.asname or alias.name] = (node.module or "", alias.name)
+    return names
+
+
+def _callee(call: ast.Call) -> str | None:
+    """``X`` for ``X(...)`` and for ``X.parse(...)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _resolve(module: str, name: str) -> object:
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def _entry_calls(path: Path) -> dict[str, list[str]]:
+    """Each command callback in the module -> what breaks the rule in it (empty: none)."""
+    import dataclasses
+    import inspect
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: dict[str, list[str]] = {}
+    for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _is_command(n)]:
+        imported = _workflow_names(func)
+        requests = {
+            local
+            for local, (mod, name) in imported.items()
+            if isinstance(_resolve(mod, name), type)
+        }
+        bound = {  # `request = XRequest(...)`
+            target.id
+            for node in ast.walk(func)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and _callee(node.value) in requests
+            for target in node.targets if isinstance(target, ast.Name)
+        }  # fmt: skip
+        problems = []
+        entries = [
+            node
+            for node in ast.walk(func)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in imported
+            and node.func.id not in requests
+        ]
+        if len(entries) != 1:
+            problems.append(f"calls {len(entries)} workflow entries, not one")
+        for call in entries:
+            mod, name = imported[call.func.id]  # type: ignore[attr-defined]
+            if any(k.arg is None for k in call.keywords) or any(
+                isinstance(a, ast.Starred) for a in call.args
+            ):
+                problems.append(f"splats its options into {name}")
+            first = call.args[0] if call.args else None
+            given = (
+                isinstance(first, ast.Call)
+                and _callee(first) in requests
+                or isinstance(first, ast.Name)
+                and first.id in bound
+            )
+            if not given:
+                problems.append(f"{name}'s first argument is not a request object")
+            params = list(inspect.signature(_resolve(mod, name)).parameters.values())  # type: ignore[arg-type]
+            if not params or not str(params[0].annotation).endswith("Request"):
+                problems.append(f"{mod}.{name} does not take a request first")
+        for local in requests & {_callee(c) for c in ast.walk(func) if isinstance(c, ast.Call)}:
+            cls = _resolve(*imported[local])
+            if local.endswith("Request") and not (
+                dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+            ):
+                problems.append(f"{local} is not a frozen dataclass")
+        found[f"{path.stem}.{func.name}"] = problems
+    return found
+
+
+def test_every_command_calls_one_workflow_with_one_request() -> None:
+    from onboard.cli import COMMANDS
+
+    checked: dict[str, list[str]] = {}
+    for info in COMMANDS.values():
+        checked.update(_entry_calls(MODULES[info.target.split(":")[0]]))
+    # Every command (and `harvest show`) was looked at...
+    callbacks = {
+        f"{i.target.split(':')[0].rsplit('.', 1)[1]}.{i.target.split(':')[1]}"
+        for i in COMMANDS.values()
+    }
+    assert callbacks <= set(checked)
+    assert "harvest.show" in checked
+    # ...and follows the rule.
+    assert {name: p for name, p in checked.items() if p} == {}
+
+
+def test_the_request_check_finds_a_splat(tmp_path: Path) -> None:
+    command = tmp_path / "fake.py"
+    command.write_text(
+        "import click\n"
+        "@click.command()\n"
+        "def fake(**parsed):\n"
+        "    from onboard.workflows.where import where\n"
+        "    return where(**parsed)\n"
+    )
+    [problems] = _entry_calls(command).values()
+    assert "splats its options into where" in problems
+    assert "where's first argument is not a request object" in problems

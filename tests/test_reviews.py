@@ -31,7 +31,9 @@ from onboard import cache
 from onboard.cli import cli
 from onboard.crash import run_cli
 from onboard.errors import BadInput
+from onboard.workflows.reviews.request import ReviewsRequest
 from onboard.workflows.reviews.run_reviews import reviews, sync
+from onboard.workflows.where import WhereRequest
 
 
 def _log(repo: Path, path: str) -> list[str]:
@@ -39,7 +41,9 @@ def _log(repo: Path, path: str) -> list[str]:
 
 
 def test_files_prs_approvals_rules_and_threads(review_repo: ReviewRepo, api: ReviewsAPI) -> None:
-    r = reviews([UNARY_OPS, KERNEL], repo=str(review_repo.path), api_url=api.url)
+    r = reviews(
+        ReviewsRequest(targets=[UNARY_OPS, KERNEL], repo=str(review_repo.path), api_url=api.url)
+    )
     truth = set(_log(review_repo.path, UNARY_OPS)) | set(_log(review_repo.path, KERNEL))
     assert {p.change.sha for p in r.prs} == truth
     dates = [p.change.date for p in r.prs]
@@ -72,7 +76,7 @@ def test_a_renamed_file_keeps_its_reviews_by_either_name(
     review_repo: ReviewRepo, api: ReviewsAPI
 ) -> None:
     for name in (HELPERS, HELPERS_OLD):
-        r = reviews([name], repo=str(review_repo.path), api_url=api.url)
+        r = reviews(ReviewsRequest(targets=[name], repo=str(review_repo.path), api_url=api.url))
         assert [f.target.path for f in r.files] == [HELPERS]
         assert {p.change.trailers.pr for p in r.prs} == {150099, 150108}
         [thread] = r.threads
@@ -83,7 +87,11 @@ def test_a_renamed_file_keeps_its_reviews_by_either_name(
 def test_reviewer_filter_and_markdown_mentions_nobody(
     review_repo: ReviewRepo, api: ReviewsAPI
 ) -> None:
-    r = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url, reviewer="ngimel")
+    r = reviews(
+        ReviewsRequest(
+            targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url, reviewer="ngimel"
+        )
+    )
     assert [t.root.id for t in r.threads] == [9001]
     # Of the commits to this file, ngimel approved one: #150103 (with albanD).
     assert [(a.login, a.count, a.last_pr) for a in r.approvals] == [("ngimel", 1, 150103)]
@@ -123,7 +131,7 @@ def test_second_run_and_offline_ask_nothing_refresh_is_free(
 def test_sync_then_offline_and_an_interrupted_sync_goes_on(
     review_repo: ReviewRepo, api: ReviewsAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from onboard import github_cache
+    from onboard.github import cache as github_cache
 
     real = github_cache.AnswerStore.write
     written = []
@@ -136,43 +144,53 @@ def test_sync_then_offline_and_an_interrupted_sync_goes_on(
 
     monkeypatch.setattr(github_cache.AnswerStore, "write", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        sync([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+        sync(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     monkeypatch.setattr(github_cache.AnswerStore, "write", real)
     files = list(cache.cache_dir("github-api").rglob("*.json"))
     assert len(files) == 3 and all(json.loads(f.read_text())["key"] for f in files)
     assert not list(cache.cache_dir("github-api").rglob("*.tmp"))
     before = len(api.requests)
-    done = sync([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    done = sync(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     assert done.exit_code == 0 and not done.missing
     assert done.api.from_cache == 3  # what the interrupted run kept is not asked again
     assert len(api.requests) - before == 2 * len(done.prs) - 3
     count = len(api.requests)
-    r = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url, offline=True)
+    r = reviews(
+        ReviewsRequest(
+            targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url, offline=True
+        )
+    )
     assert {t.root.id for t in r.threads} >= {9001, 9004, 9005}
     assert len(api.requests) == count
 
 
 def test_a_corrupt_cache_is_rebuilt(review_repo: ReviewRepo, api: ReviewsAPI) -> None:
-    sync([KERNEL], repo=str(review_repo.path), api_url=api.url)
+    sync(ReviewsRequest(targets=[KERNEL], repo=str(review_repo.path), api_url=api.url))
     files = sorted(cache.cache_dir("github-api").rglob("*.json"))
     files[0].write_text('{"key": "torn')
     files[1].write_bytes(b"\x00garbage")
     before = len(api.requests)
-    r = reviews([KERNEL], repo=str(review_repo.path), api_url=api.url)
+    r = reviews(ReviewsRequest(targets=[KERNEL], repo=str(review_repo.path), api_url=api.url))
     assert r.api is not None and r.api.rebuilt == 2
     assert len(api.requests) - before == 2
     assert 9101 in {t.root.id for t in r.threads}
 
 
 def test_deleted_comments_go_away_on_refresh(review_repo: ReviewRepo, api: ReviewsAPI) -> None:
-    first = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    first = reviews(
+        ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    )
     assert 9001 in {t.root.id for t in first.threads}
     api.comments[("pytorch/pytorch", 150101)] = [
         c for c in api.comments[("pytorch/pytorch", 150101)] if c["id"] != 9001
     ]
-    kept = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    kept = reviews(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     assert 9001 in {t.root.id for t in kept.threads}  # a closed PR is not asked again...
-    fresh = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url, refresh=True)
+    fresh = reviews(
+        ReviewsRequest(
+            targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url, refresh=True
+        )
+    )
     by_root = {t.root.id: t for t in fresh.threads}
     assert 9001 not in by_root  # ...unless asked to: the reply now hangs on a deleted root
     assert by_root[9002].root_deleted
@@ -194,7 +212,7 @@ def test_github_failures_leave_the_rest_of_the_answer(
     review_repo: ReviewRepo, api: ReviewsAPI, inject: object, words: str, stops: bool
 ) -> None:
     inject(api)  # type: ignore[operator]
-    r = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    r = reviews(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     assert r.api is not None
     assert {p.change.sha for p in r.prs} == set(_log(review_repo.path, UNARY_OPS))
     said = " ".join(r.notes) + " ".join(r.api.missing)
@@ -207,7 +225,7 @@ def test_github_failures_leave_the_rest_of_the_answer(
 
 def test_a_server_error_is_asked_once_more(review_repo: ReviewRepo, api: ReviewsAPI) -> None:
     api.fail_with(500, "Server Error", path=r"/pulls/150101/comments", times=1)
-    r = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    r = reviews(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     assert 9001 in {t.root.id for t in r.threads}
     assert len(api.calls("GET", r"/pulls/150101/comments")) == 2
 
@@ -217,7 +235,7 @@ def test_a_short_retry_after_is_waited_out(review_repo: ReviewRepo, api: Reviews
         403, "You have exceeded a secondary rate limit.", {"Retry-After": "1"}, times=1,
         path=r"/pulls/150101/comments",
     )  # fmt: skip
-    r = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    r = reviews(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     assert r.api is not None and r.api.waited_s == 1 and not r.api.stopped
     assert 9001 in {t.root.id for t in r.threads}
 
@@ -226,12 +244,12 @@ def test_the_limit_running_out_mid_sync_keeps_what_came(
     review_repo: ReviewRepo, api: ReviewsAPI
 ) -> None:
     api.remaining = 3
-    first = sync([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    first = sync(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     assert first.exit_code == 1 and first.api.stopped and "rate limit" in first.api.stopped
     asked = len(api.requests)
     assert asked == 3  # the third answer said none are left: nothing more is sent
     api.remaining = 5000
-    second = sync([UNARY_OPS], repo=str(review_repo.path), api_url=api.url)
+    second = sync(ReviewsRequest(targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url))
     assert second.exit_code == 0 and second.api.from_cache == 3
 
 
@@ -239,7 +257,13 @@ def test_bad_targets_name_the_closest_files(
     review_repo: ReviewRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(BadInput) as info:
-        reviews(["aten/src/ATen/native/UnaryOpz.cpp"], repo=str(review_repo.path), offline=True)
+        reviews(
+            ReviewsRequest(
+                targets=["aten/src/ATen/native/UnaryOpz.cpp"],
+                repo=str(review_repo.path),
+                offline=True,
+            )
+        )
     assert UNARY_OPS in info.value.message
     argv = ["reviews", "aten/src/ATen/native/cpu/UnaryKernel.cpp", "--repo", str(review_repo.path)]
     assert run_cli(cli, [*argv, "--offline"]) == 2
@@ -260,12 +284,12 @@ def test_branch_mode_reads_the_files_the_branch_changes(
     git("switch", "-q", "-c", "my-fix", cwd=repo)
     (repo / KERNEL).write_text((repo / KERNEL).read_text() + "// my change\n")
     git("commit", "-q", "-am", "My change", cwd=repo)
-    r = reviews([], repo=str(repo), api_url=api.url)
+    r = reviews(ReviewsRequest(targets=[], repo=str(repo), api_url=api.url))
     assert r.mode == "branch" and [f.target.path for f in r.files] == [KERNEL]
     assert 9101 in {t.root.id for t in r.threads}
     git("switch", "-q", "main", cwd=repo)
     with pytest.raises(BadInput) as info:
-        reviews([], repo=str(repo), offline=True)
+        reviews(ReviewsRequest(targets=[], repo=str(repo), offline=True))
     assert "onboard reviews trunc" in (info.value.next_step or "")
 
 
@@ -285,14 +309,16 @@ def test_the_reference_tree_asks_the_api_for_a_files_commits(
         ws.commit,
         (review_repo.path / ".github/merge_rules.yaml").read_text(),
     )
-    r = reviews([path], workspace=str(ws.root), api_url=api.url)
+    r = reviews(ReviewsRequest(targets=[path], workspace=str(ws.root), api_url=api.url))
     assert r.history.kind == "none" and "reference tree" in (r.history.note or "")
     assert [p.change.trailers.pr for p in r.prs] == [150105, 150101]
     assert [x.name for x in r.files[0].rules][:1] == ["superuser"]
     [call] = api.calls("GET", r"/commits$")
     assert call.query["sha"] == [ws.commit] and call.query["path"] == [path]
     asked = len(api.requests)
-    offline = reviews([path], workspace=str(ws.root), api_url=api.url, offline=True)
+    offline = reviews(
+        ReviewsRequest(targets=[path], workspace=str(ws.root), api_url=api.url, offline=True)
+    )
     assert [p.change.trailers.pr for p in offline.prs] == [150105, 150101]
     assert len(api.requests) == asked
 
@@ -314,10 +340,12 @@ def test_the_reference_tree_follows_a_rename_through_the_api(
     ):
         message = git("log", "-1", "--format=%B", review_repo.shas[step], cwd=review_repo.path)
         api.add_commit(review_repo.shas[step], message, date, paths, renamed=moved)
-    r = reviews([path], workspace=str(ws.root), api_url=api.url)
+    r = reviews(ReviewsRequest(targets=[path], workspace=str(ws.root), api_url=api.url))
     assert [p.change.trailers.pr for p in r.prs] == [150105, 150108, 150101]
     asked = len(api.requests)
-    offline = reviews([path], workspace=str(ws.root), api_url=api.url, offline=True)
+    offline = reviews(
+        ReviewsRequest(targets=[path], workspace=str(ws.root), api_url=api.url, offline=True)
+    )
     assert [p.change.trailers.pr for p in offline.prs] == [150105, 150108, 150101]
     assert len(api.requests) == asked
 
@@ -333,8 +361,8 @@ def test_an_op_reads_the_files_where_names(
     root.mkdir()
     git("clone", "-q", str(review_repo.path), str(root / "pytorch"))
     save_workspace(root, "repo")
-    r = reviews(["trunc"], workspace=str(root), api_url=api.url)
-    anatomy = where("trunc", workspace=str(root))
+    r = reviews(ReviewsRequest(targets=["trunc"], workspace=str(root), api_url=api.url))
+    anatomy = where(WhereRequest.parse("trunc", workspace=str(root)))
     named = {k.location.path for k in anatomy.kernels if k.location.in_checkout}
     assert r.mode == "op" and named <= {f.target.path for f in r.files}
     assert {UNARY_OPS, KERNEL} <= named
@@ -377,7 +405,7 @@ def test_a_github_that_sends_its_answer_slowly_ends_at_the_deadline(
 ) -> None:
     # Each read gets a byte within its timeout, so only a deadline on the whole
     # request ends it (without one the run lasts as long as the body: minutes).
-    from onboard import github_rest
+    from onboard.github import rest as github_rest
 
     monkeypatch.setattr(github_rest, "REQUEST_DEADLINE_S", 2.0)
     api.dribble = re.compile(r"/pulls/\d+/comments$")
@@ -402,7 +430,11 @@ def test_each_token_revalidates_with_its_own_etag(
     runs = []
     for token, refresh in ((first, False), (second, True), (first, True)):
         monkeypatch.setenv("GITHUB_TOKEN", token)
-        done = sync([UNARY_OPS], repo=str(review_repo.path), api_url=api.url, refresh=refresh)
+        done = sync(
+            ReviewsRequest(
+                targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url, refresh=refresh
+            )
+        )
         # (a PR the server lacks answers 404 each time: two requests, no ETag)
         gone = 2 * sum(p.gone for p in done.prs)
         runs.append((done.api.requests - gone, done.api.not_modified))
@@ -410,7 +442,11 @@ def test_each_token_revalidates_with_its_own_etag(
     assert asked == again == third > 0
     assert none_304 == 0  # another token's ETags do not match: full answers
     assert all_304 == third  # the first token's own ETags were kept: all 304
-    offline = reviews([UNARY_OPS], repo=str(review_repo.path), api_url=api.url, offline=True)
+    offline = reviews(
+        ReviewsRequest(
+            targets=[UNARY_OPS], repo=str(review_repo.path), api_url=api.url, offline=True
+        )
+    )
     assert {t.root.id for t in offline.threads} >= {9001, 9004}  # offline reads them all
     for kept in cache.cache_dir("github-api").rglob("*.json"):
         text = kept.read_text()

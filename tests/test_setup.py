@@ -26,7 +26,7 @@ from onboard.errors import BadInput, OnboardError
 from onboard.jsonable import to_json
 from onboard.report import Reporter
 from onboard.workflows import reference_tree, verify
-from onboard.workflows.setup import SetupResult, setup
+from onboard.workflows.setup import SetupRequest, SetupResult, setup
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def wheel_setup(
     mp.setattr(torchenv, "probe", lambda python=None, **kw: probed)
     reporter = Reporter()
     try:
-        result = setup(root, from_wheel=True, reporter=reporter)
+        result = setup(SetupRequest(dest=root, from_wheel=True), reporter)
         WHEEL_RESULT.update(to_json(result))
     finally:
         mp.undo()
@@ -252,11 +252,11 @@ def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
     shutil.copytree(wheel_ws, copy, symlinks=True)
     # 1. The first re-run re-points the moved copy's IDE files at itself (a merge,
     #    with backups of what was there); the tree itself is kept.
-    result = setup(copy, from_wheel=True)
+    result = setup(SetupRequest(dest=copy, from_wheel=True))
     assert result.state == "unchanged"
     assert git.refs.head_sha(copy / "pytorch") == git.refs.head_sha(wheel_ws / "pytorch")
     backups = sorted((copy / "pytorch/.vscode").glob("*.onboard-backup*"))
-    again = setup(copy, from_wheel=True)
+    again = setup(SetupRequest(dest=copy, from_wheel=True))
     assert again.state == "unchanged"
     assert all(f.action == "unchanged" for f in again.ide_files)
     assert sorted((copy / "pytorch/.vscode").glob("*.onboard-backup*")) == backups
@@ -265,7 +265,7 @@ def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
     # 2. The user's own JSONC launch.json is merged on the next run, with a backup.
     launch = copy / "pytorch/.vscode/launch.json"
     launch.write_text(USER_LAUNCH)
-    merged = setup(copy, from_wheel=True)
+    merged = setup(SetupRequest(dest=copy, from_wheel=True))
     action = {a.path.name: a for a in merged.ide_files}["launch.json"]
     assert action.action == "merged" and action.backup is not None
     assert action.backup.read_text() == USER_LAUNCH
@@ -280,7 +280,7 @@ def test_rerun_checks_merges_and_never_touches_a_dirty_tree(
     onboards = git.refs.head_sha(copy / "pytorch")
     git.core.git(copy / "pytorch", "commit", "-q", "--amend", "--allow-empty", "-m", "mine")
     mine = git.refs.head_sha(copy / "pytorch")
-    again = setup(copy, from_wheel=True)
+    again = setup(SetupRequest(dest=copy, from_wheel=True))
     assert again.state == "unchanged" and again.ok
     assert again.reference is not None and again.reference["commit"] == onboards
     assert any("your work, left as it is" in n for n in again.notes)
@@ -295,7 +295,7 @@ def test_rerun_rebuilds_a_missing_reference_tree(
     copy = tmp_path / "ws"
     copy.mkdir()
     shutil.copy2(wheel_ws / "onboard.json", copy / "onboard.json")
-    result = setup(copy, from_wheel=True)
+    result = setup(SetupRequest(dest=copy, from_wheel=True))
     assert result.state == "resumed"
     assert git.refs.head_sha(copy / "pytorch") == git.refs.head_sha(wheel_ws / "pytorch")
     assert not [p for p in copy.iterdir() if "partial" in p.name]
@@ -414,13 +414,13 @@ def test_non_empty_folder_that_is_not_a_workspace_is_refused(tmp_path: Path) -> 
     dest.mkdir()
     (dest / "notes.txt").write_text("mine")
     with pytest.raises(BadInput, match="not an onboard workspace"):
-        setup(dest, from_wheel=True)
+        setup(SetupRequest(dest=dest, from_wheel=True))
     assert [p.name for p in dest.iterdir()] == ["notes.txt"]
 
 
 def test_from_wheel_rejects_checkout_options(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="--from-wheel"):
-        setup(tmp_path / "ws", from_wheel=True, commit="a" * 40)
+        setup(SetupRequest(dest=tmp_path / "ws", from_wheel=True, commit="a" * 40))
     assert not (tmp_path / "ws").exists()
 
 
@@ -430,7 +430,7 @@ def test_python_without_torch(tmp_path: Path) -> None:
     python = venv / "bin" / "python"
     dest = tmp_path / "ws"
     with pytest.raises(OnboardError, match="no usable torch") as info:
-        setup(dest, from_wheel=True, python=str(python))
+        setup(SetupRequest(dest=dest, from_wheel=True, python=str(python)))
     assert f"`{python} -m pip install torch`" in (info.value.next_step or "")
     assert f"`onboard doctor --python {python}`" in (info.value.next_step or "")
     assert not dest.exists()
@@ -445,7 +445,7 @@ def test_unknown_commit_asks_for_commit(
     unknown = dataclasses.replace(probed, commit=torchenv.classify("2.13.0", "Unknown"))
     monkeypatch.setattr(torchenv, "probe", lambda python=None, **kw: unknown)
     with pytest.raises(OnboardError, match="does not say which commit") as info:
-        setup(tmp_path / "ws")
+        setup(SetupRequest(dest=tmp_path / "ws"))
     assert "`onboard setup DIR --commit SHA`" in (info.value.next_step or "")
     assert not (tmp_path / "ws").exists()
 
@@ -513,7 +513,7 @@ def test_unwritable_destination_is_bad_input_and_leaves_nothing(
     monkeypatch.setattr(staging, "make", read_only)
     dest = tmp_path / "ws"
     with pytest.raises(BadInput, match="Read-only file system") as info:
-        setup(dest, from_wheel=True)
+        setup(SetupRequest(dest=dest, from_wheel=True))
     assert "onboard setup NEW_DIR --from-wheel" in (info.value.next_step or "")
     assert not dest.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ws.")]  # no lock, no staging
@@ -533,14 +533,14 @@ def test_a_link_that_cannot_be_renamed_is_named_not_blamed_on_disk_space(
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "gone")  # dangling: not followed
     with pytest.raises(BadInput, match="is a symbolic link") as info:
-        setup(link, from_wheel=True)
+        setup(SetupRequest(dest=link, from_wheel=True))
     assert f"`onboard setup {tmp_path / 'gone'} --from-wheel`" in (info.value.next_step or "")
     assert "Free some space" not in info.value.paragraph()
     monkeypatch.undo()
     plain = tmp_path / "plain"
     monkeypatch.setattr(staging, "make", not_a_dir)
     with pytest.raises(OnboardError) as other:
-        setup(plain, from_wheel=True)
+        setup(SetupRequest(dest=plain, from_wheel=True))
     assert "Free some space" not in other.value.paragraph()  # only for ENOSPC/EDQUOT
 
 
@@ -551,7 +551,7 @@ def test_setup_into_a_linked_empty_folder(tmp_path: Path, fast_probe: torchenv.T
     link = tmp_path / "link"
     link.symlink_to(real)
     reporter = Reporter()
-    result = setup(link, from_wheel=True, reporter=reporter)
+    result = setup(SetupRequest(dest=link, from_wheel=True), reporter)
     assert (real / "onboard.json").is_file() and link.is_symlink()
     # One count of the tree's files, while working and in the summary.
     files = result.reference["files"] if result.reference else None
@@ -577,7 +577,9 @@ def test_reference_workspace_advice_keeps_from_wheel(
     assert "onboard setup NEW_DIR" in (ws.limitation("Building PyTorch") or "")
     assert str(wheel_ws) not in (ws.limitation("Building PyTorch") or "")
     with pytest.raises(BadInput) as info:
-        setup(wheel_ws)  # without --from-wheel: refused, and told the exact command
+        setup(
+            SetupRequest(dest=wheel_ws)
+        )  # without --from-wheel: refused, and told the exact command
     assert f"`onboard setup {wheel_ws} --from-wheel` to refresh" in (info.value.next_step or "")
 
 

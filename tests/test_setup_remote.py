@@ -18,7 +18,7 @@ from onboard.crash import run_cli
 from onboard.errors import BadInput, OnboardError
 from onboard.report import Reporter
 from onboard.workflows import verify
-from onboard.workflows.setup import setup
+from onboard.workflows.setup import SetupRequest, setup
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_depth_one_checkout_at_sha_with_ide_files(
     repo, url = served
     sha = repo.commits[10]
     reporter = Reporter()
-    result = setup(tmp_path / "ws", remote=url, commit=sha, reporter=reporter)
+    result = setup(SetupRequest(dest=tmp_path / "ws", remote=url, commit=sha), reporter)
     checkout = tmp_path / "ws" / "pytorch"
     assert result.state == "created" and result.ok
     assert git.refs.head_sha(checkout) == sha
@@ -81,14 +81,16 @@ def test_depth_one_checkout_at_sha_with_ide_files(
 
 def test_tag_name_as_commit(served: tuple[RepoInfo, str], tmp_path: Path) -> None:
     repo, url = served
-    result = setup(tmp_path / "ws", remote=url, commit="v2.13.0")
+    result = setup(SetupRequest(dest=tmp_path / "ws", remote=url, commit="v2.13.0"))
     assert result.head == repo.tags["v2.13.0"]
 
 
 def test_local_path_remote_and_reference(served: tuple[RepoInfo, str], tmp_path: Path) -> None:
     repo, url = served
     sha = repo.commits[5]
-    result = setup(tmp_path / "ws", remote=url, commit=sha, reference=str(repo.path))
+    result = setup(
+        SetupRequest(dest=tmp_path / "ws", remote=url, commit=sha, reference=str(repo.path))
+    )
     checkout = tmp_path / "ws/pytorch"
     alternates = (checkout / ".git/objects/info/alternates").read_text()
     assert str(repo.path / ".git" / "objects") in alternates
@@ -100,7 +102,7 @@ def test_commit_the_remote_lacks_is_named(served: tuple[RepoInfo, str], tmp_path
     _repo, url = served
     missing = "0123456789abcdef0123456789abcdef01234567"
     with pytest.raises(OnboardError) as info:
-        setup(tmp_path / "ws", remote=url, commit=missing)
+        setup(SetupRequest(dest=tmp_path / "ws", remote=url, commit=missing))
     assert missing in info.value.message
     assert "does not have commit" in info.value.message
     assert not (tmp_path / "ws").exists()
@@ -110,7 +112,7 @@ def test_commit_the_remote_lacks_is_named(served: tuple[RepoInfo, str], tmp_path
 def test_closed_port_fails_fast_and_leaves_nothing(tmp_path: Path) -> None:
     dest = tmp_path / "ws"
     with pytest.raises(OnboardError) as info:
-        setup(dest, remote=closed_port_url(), commit="a" * 40, fetch_timeout=30)
+        setup(SetupRequest(dest=dest, remote=closed_port_url(), commit="a" * 40, fetch_timeout=30))
     assert "--from-wheel" in (info.value.next_step or "")
     assert "--remote" in (info.value.next_step or "")
     assert not dest.exists()
@@ -120,7 +122,11 @@ def test_closed_port_fails_fast_and_leaves_nothing(tmp_path: Path) -> None:
 def test_silent_server_is_bounded_by_fetch_timeout(tmp_path: Path) -> None:
     with SilentServer() as server:
         with pytest.raises(OnboardError, match="sent nothing for 1 s") as info:
-            setup(tmp_path / "ws", remote=server.url(), commit="a" * 40, fetch_timeout=1)
+            setup(
+                SetupRequest(
+                    dest=tmp_path / "ws", remote=server.url(), commit="a" * 40, fetch_timeout=1
+                )
+            )
         assert server.accepted >= 1  # git really connected and then waited
     assert "--fetch-timeout" in (info.value.next_step or "")
     assert not (tmp_path / "ws").exists()
@@ -129,7 +135,7 @@ def test_silent_server_is_bounded_by_fetch_timeout(tmp_path: Path) -> None:
 
 def test_abbreviated_sha_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="abbreviated"):
-        setup(tmp_path / "ws", remote=closed_port_url(), commit="cf30153")
+        setup(SetupRequest(dest=tmp_path / "ws", remote=closed_port_url(), commit="cf30153"))
 
 
 def test_rerun_resumes_and_moves_a_clean_checkout(
@@ -137,11 +143,11 @@ def test_rerun_resumes_and_moves_a_clean_checkout(
 ) -> None:
     repo, url = served
     dest = tmp_path / "ws"
-    setup(dest, remote=url, commit=repo.commits[3])
-    same = setup(dest, remote=url, commit=repo.commits[3])
+    setup(SetupRequest(dest=dest, remote=url, commit=repo.commits[3]))
+    same = setup(SetupRequest(dest=dest, remote=url, commit=repo.commits[3]))
     assert same.state == "unchanged"
     assert all(f.action == "unchanged" for f in same.ide_files)
-    moved = setup(dest, remote=url, commit=repo.commits[12])
+    moved = setup(SetupRequest(dest=dest, remote=url, commit=repo.commits[12]))
     assert moved.state == "resumed"
     assert git.refs.head_sha(dest / "pytorch") == repo.commits[12]
     assert workspace.load(dest).commit == repo.commits[12]
@@ -149,7 +155,7 @@ def test_rerun_resumes_and_moves_a_clean_checkout(
     import shutil
 
     shutil.rmtree(dest / "pytorch")
-    again = setup(dest, remote=url, commit=repo.commits[12])
+    again = setup(SetupRequest(dest=dest, remote=url, commit=repo.commits[12]))
     assert again.state == "resumed" and git.refs.head_sha(dest / "pytorch") == repo.commits[12]
     assert (dest / "pytorch/.vscode/launch.json").is_file()
 
@@ -157,11 +163,11 @@ def test_rerun_resumes_and_moves_a_clean_checkout(
 def test_dirty_checkout_is_never_touched(served: tuple[RepoInfo, str], tmp_path: Path) -> None:
     repo, url = served
     dest = tmp_path / "ws"
-    setup(dest, remote=url, commit=repo.commits[3])
+    setup(SetupRequest(dest=dest, remote=url, commit=repo.commits[3]))
     edited = dest / "pytorch/torch/nn/functional.py"
     edited.write_text("# my work in progress\n")
     (dest / "pytorch/my_notes.txt").write_text("untracked, also mine\n")
-    again = setup(dest, remote=url, commit=repo.commits[12])
+    again = setup(SetupRequest(dest=dest, remote=url, commit=repo.commits[12]))
     # The new commit is fetched and tagged; HEAD and the user's files stay.
     assert again.ok and again.commit == repo.commits[12]
     assert git.refs.head_sha(dest / "pytorch") == repo.commits[3]
@@ -176,9 +182,9 @@ def test_dirty_checkout_is_never_touched(served: tuple[RepoInfo, str], tmp_path:
 def test_switching_kind_is_refused(served: tuple[RepoInfo, str], tmp_path: Path) -> None:
     repo, url = served
     dest = tmp_path / "ws"
-    setup(dest, remote=url, commit=repo.commits[3])
+    setup(SetupRequest(dest=dest, remote=url, commit=repo.commits[3]))
     with pytest.raises(BadInput, match="already holds a git checkout"):
-        setup(dest, from_wheel=True)
+        setup(SetupRequest(dest=dest, from_wheel=True))
 
 
 def test_nightly_follows_the_main_sha_in_the_subject(
@@ -210,7 +216,7 @@ def test_nightly_follows_the_main_sha_in_the_subject(
         torch=nightly_torch,
     )
     monkeypatch.setattr(torchenv, "probe", lambda python=None, **kw: nightly_env)
-    result = setup(tmp_path / "ws", remote=url)
+    result = setup(SetupRequest(dest=tmp_path / "ws", remote=url))
     assert result.commit_kind == "nightly"
     assert result.head == main_sha
     assert git.refs.head_sha(tmp_path / "ws/pytorch") == main_sha
@@ -333,7 +339,7 @@ def test_submodule_pinned_below_a_shallow_fetch_is_retried_without_depth(
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "0")
     reporter = Reporter()
     result = setup(
-        tmp_path / "ws", remote=url, commit=head, with_submodules=True, reporter=reporter
+        SetupRequest(dest=tmp_path / "ws", remote=url, commit=head, with_submodules=True), reporter
     )
     assert result.ok, result.problems
     checkout = tmp_path / "ws/pytorch"

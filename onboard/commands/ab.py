@@ -34,9 +34,7 @@ _SIDE_HELP = (
     show_default=True,
     help="Seconds the rounds may take when --rounds is not given.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+@options.timeout(
     default=600.0,
     show_default=True,
     help="Seconds one run of the script may take; past it there is no verdict.",

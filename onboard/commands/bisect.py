@@ -30,12 +30,7 @@ from onboard.commands._common import PathParam, reporter
     show_default=True,
     help="Run the repro N times per commit and take the majority; flaky commits are reported.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Seconds per repro run; a run past it skips the commit.",
-)
+@options.timeout(default=None, help="Seconds per repro run; a run past it skips the commit.")
 @click.option("--term-old", default=None, help="Name of the old state (to find a fix: broken).")
 @click.option("--term-new", default=None, help="Name of the new state (to find a fix: fixed).")
 @click.option(

@@ -23,7 +23,7 @@ from onboard.commands.reviews import check_modes, show
 )
 @options.history()
 @options.output()
-def blame(spec: str, md: bool, as_json: bool, verbose: bool, **parsed: Any) -> int:
+def blame(md: bool, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """The commit that last changed each line (moves and copies followed, the mass
     reformats of .git-blame-ignore-revs skipped), its pull request, title, date and
     approvers, and the review comments anchored on those lines (threads shown as
@@ -43,7 +43,8 @@ def blame(spec: str, md: bool, as_json: bool, verbose: bool, **parsed: Any) -> i
     """
     check_modes(as_json, md)
     from onboard.views import blame as view
+    from onboard.workflows.reviews.request import BlameRequest
     from onboard.workflows.reviews.run_blame import blame as run
 
-    result = run(spec, reporter=reporter(as_json or md, verbose), **parsed)
+    result = run(BlameRequest(**parsed), reporter(as_json or md, verbose))
     return show(result, view.render, md=md, as_json=as_json, verbose=verbose)

@@ -43,7 +43,7 @@ from onboard.commands._common import DashDashCommand, PathParam, after_dashes, r
 )
 @options.workspace()
 @options.output()
-def build(dry_run: bool, workspace: str | None, as_json: bool, verbose: bool, **parsed: Any) -> int:
+def build(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Build the workspace's PyTorch checkout (RelWithDebInfo by default) with
     `pip install --no-build-isolation -v -e .` in the workspace's nox venv, then
     check that the build is the torch that venv imports.
@@ -58,16 +58,12 @@ def build(dry_run: bool, workspace: str | None, as_json: bool, verbose: bool, **
       onboard build --debinfo aten/src/ATen/native/UnaryOps.cpp   # -g only for that file
       onboard build --jobs 4 --cache ccache
     """
-    from onboard import workspace as ws_mod
     from onboard.commands._common import finish
     from onboard.views import build as view
-    from onboard.workflows.build import build as run_build
-    from onboard.workflows.build import plan as make_plan
+    from onboard.workflows.build import BuildPlan, BuildRequest, run_build
 
-    ws = ws_mod.require(workspace, writing=True)
-    rep = reporter(as_json, verbose)
-    the_plan = make_plan(ws, extra_args=after_dashes() or [], reporter=rep, **parsed)
-    if dry_run:
-        return finish(the_plan, view.plan, as_json, verbose)
-    result = run_build(ws, the_plan, rep)
+    request = BuildRequest(extra_args=after_dashes() or [], **parsed)
+    result = run_build(request, reporter(as_json, verbose))
+    if isinstance(result, BuildPlan):
+        return finish(result, view.plan, as_json, verbose)
     return finish(result, view.result, as_json, verbose)

@@ -49,7 +49,7 @@ _offline = click.option("--offline", is_flag=True, help="No enrichment: no git b
     show_default=True,
     help="How many to show (0: all).",
 )
-@click.option("--markdown", is_flag=True, help="Print a Markdown list to share.")
+@options.md(help="Print a Markdown list to share.")
 @click.option(
     "--issues",
     is_flag=True,
@@ -78,7 +78,7 @@ def harvest(
     tags: tuple[str, ...],
     python_only: bool,
     limit: int,
-    markdown: bool,
+    md: bool,
     issues: bool,
     searcher: str,
     no_cache: bool,
@@ -100,15 +100,16 @@ def harvest(
       onboard harvest                            # the top 20 of the workspace checkout
       onboard harvest --module autograd --python-only --limit 50
       onboard harvest --path 'torch/nn/*' --tag FIXME
-      onboard harvest --markdown > tasks.md
+      onboard harvest --md > tasks.md
     """
     if ctx.invoked_subcommand is not None:
         return 0
     from onboard.commands._common import finish
     from onboard.views import harvest as view
+    from onboard.workflows.harvest import HarvestRequest
     from onboard.workflows.harvest import harvest as run
 
-    result = run(
+    request = HarvestRequest(
         workspace=workspace,
         repo=repo,
         paths=paths,
@@ -121,11 +122,11 @@ def harvest(
         api_url=api_url,
         searcher=searcher,
         cache=not no_cache,
-        reporter=reporter(as_json or markdown, verbose),
         # The user waits for the answer, not for the cache write.
         save_in_background=True,
     )
-    render = view.render_markdown if markdown else view.render
+    result = run(request, reporter(as_json or md, verbose))
+    render = view.render_markdown if md else view.render
     return finish(result, render, as_json, verbose)
 
 
@@ -160,6 +161,7 @@ def show(
     """
     from onboard.commands._common import finish
     from onboard.views import harvest as view
+    from onboard.workflows.harvest import ShowRequest
     from onboard.workflows.harvest import show as run
 
     # Options given before `show` (`onboard harvest --json show ID`) count too.
@@ -169,14 +171,14 @@ def show(
     offline = offline or bool(parent.get("offline"))
     if api_url == options.GITHUB_API and parent.get("api_url"):
         api_url = parent["api_url"]
-    result = run(
-        item_id,
+    request = ShowRequest(
+        item_id=item_id,
         workspace=workspace or parent.get("workspace"),
         repo=repo or parent.get("repo"),
         enrich_results=not offline,
         api_url=api_url,
         searcher=searcher if searcher != "auto" else parent.get("searcher") or "auto",
         cache=not parent.get("no_cache"),
-        reporter=reporter(as_json, verbose),
     )
+    result = run(request, reporter(as_json, verbose))
     return finish(result, view.render_item, as_json, verbose)

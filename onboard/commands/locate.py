@@ -12,13 +12,7 @@ from onboard.commands._common import DashDashCommand, after_dashes, reporter
 
 @click.command("locate", cls=DashDashCommand)
 @click.argument("message", required=False)
-@click.option(
-    "--timeout",
-    type=float,
-    default=600.0,
-    show_default=True,
-    help="Seconds the command after `--` may run.",
-)
+@options.timeout(default=600.0, show_default=True, help="Seconds the command after `--` may run.")
 @click.option("--refresh", is_flag=True, help="Rebuild the cached check index.")
 @options.workspace()
 @options.python()

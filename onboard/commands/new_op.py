@@ -36,7 +36,7 @@ from onboard.commands._common import reporter
 )
 @options.workspace()
 @options.output()
-def new_op(name: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
+def new_op(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Scaffold aten::NAME, a structured pointwise op (functional, in-place and
     out=), in the workspace checkout, on a new branch onboard/new-op-NAME.
 
@@ -61,9 +61,10 @@ def new_op(name: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """
     from onboard.commands._common import finish
     from onboard.views import new_op as view
+    from onboard.workflows.newop import NewOpRequest
     from onboard.workflows.newop import new_op as run_new_op
 
-    result = run_new_op(name, reporter=reporter(as_json, verbose), **parsed)
+    result = run_new_op(NewOpRequest(**parsed), reporter(as_json, verbose))
     from onboard.workflows.newop.reveal import RevealResult
 
     if isinstance(result, RevealResult):

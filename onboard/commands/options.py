@@ -6,9 +6,9 @@ flags, type, default and help already given; a command lists the ones it takes
 so in its own words (``@options.python(help=...)``). An option only one command
 takes is written once, in that command's module.
 
-The parsed values reach the workflow by the same names, as its keyword arguments
-or the fields of its request (``BisectRequest(**parsed)``): a command never
-lists its options a second time.
+The parsed values reach the workflow by the same names, as the fields of its
+request (``BisectRequest(**parsed)``): a command never lists its options a
+second time.
 """
 
 from __future__ import annotations
@@ -37,6 +37,46 @@ def together(*decorators: Decorator) -> Decorator:
         return func
 
     return apply
+
+
+# --- types -------------------------------------------------------------------------
+
+
+class Seconds(click.ParamType):
+    """A duration in seconds: a finite number greater than 0 (``1.5``, ``600``).
+
+    Every ``--timeout`` takes this, so ``--timeout -1``, ``0``, ``nan`` and ``inf`` are
+    bad usage (exit 2) everywhere, not a limit that is already past or never reached.
+    """
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a number of seconds (e.g. 30 or 1.5).", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"{value!r} is not a duration: give a number of seconds above 0.", param, ctx)
+        return number
+
+
+class ShownOnce(click.Option):
+    """An option with more than one spelling that --help shows by its first only: the
+    others keep old scripts working (``--markdown`` for ``--md``)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        spellings = self.opts
+        self.opts = spellings[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = spellings
 
 
 # --- callbacks: what Click's types cannot say --------------------------------------
@@ -107,6 +147,14 @@ def output() -> Decorator:
     return together(as_json(), verbose())
 
 
+# --- how long, and in which form ---------------------------------------------------
+
+# Each command gives its own default (None: no limit) and says what is timed.
+timeout = partial(click.option, "--timeout", type=Seconds(), metavar="SECONDS")
+
+# `--markdown` is the spelling harvest had; it still works, unlisted.
+md = partial(click.option, "--md", "--markdown", "md", cls=ShownOnce, is_flag=True)
+
 # --- where onboard looks ------------------------------------------------------------
 
 workspace = partial(
@@ -155,10 +203,7 @@ def launch() -> Decorator:
             default=None,
             help="Run CODE (torch is imported for it) instead of a program after `--`.",
         ),
-        click.option(
-            "--timeout",
-            type=float,
-            metavar="SECONDS",
+        timeout(
             default=300.0,
             show_default=True,
             help="Seconds the program may run; then it is stopped with everything it started.",
@@ -214,5 +259,5 @@ def history() -> Decorator:
             "around the current folder)."
         ),
         workspace(),
-        click.option("--md", is_flag=True, help="Print Markdown (for a PR description)."),
+        md(help="Print Markdown (for a PR description)."),
     )

@@ -69,6 +69,7 @@ def pr(as_json: bool, verbose: bool, **parsed: Any) -> int:
     from onboard.commands._common import finish
     from onboard.views import pr as view
     from onboard.workflows.pr import run
+    from onboard.workflows.pr.request import PrRequest
 
-    result = run(reporter=reporter(as_json, verbose), **parsed)
+    result = run(PrRequest(**parsed), reporter(as_json, verbose))
     return finish(result, view.render, as_json, verbose)

@@ -37,7 +37,8 @@ def recover(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """
     from onboard.commands._common import finish
     from onboard.views import recover as view
+    from onboard.workflows.recover import RecoverRequest
     from onboard.workflows.recover import recover as run_recover
 
-    result = run_recover(reporter=reporter(as_json, verbose), **parsed)
+    result = run_recover(RecoverRequest(**parsed), reporter(as_json, verbose))
     return finish(result, view.render, as_json, verbose)

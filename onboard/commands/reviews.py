@@ -82,17 +82,13 @@ def reviews(targets: tuple[str, ...], md: bool, as_json: bool, verbose: bool, **
     """
     check_modes(as_json, md)
     from onboard.views import reviews as view
-
-    if click.get_current_context().meta.get(_SYNC):
-        if parsed["offline"] or md:
-            raise click.UsageError("`reviews sync` fetches and keeps: drop --offline and --md.")
-        from onboard.workflows.reviews.run_reviews import sync
-
-        # What is kept serves every reviewer.
-        kept = {k: v for k, v in parsed.items() if k not in ("offline", "reviewer")}
-        synced = sync(list(targets), reporter=reporter(as_json, verbose), **kept)
-        return show(synced, view.sync, md=False, as_json=as_json, verbose=verbose)
+    from onboard.workflows.reviews.request import ReviewsRequest
     from onboard.workflows.reviews.run_reviews import reviews as run
 
-    result = run(list(targets), reporter=reporter(as_json or md, verbose), **parsed)
-    return show(result, view.render, md=md, as_json=as_json, verbose=verbose)
+    sync = bool(click.get_current_context().meta.get(_SYNC))
+    if sync and (parsed["offline"] or md):
+        raise click.UsageError("`reviews sync` fetches and keeps: drop --offline and --md.")
+    request = ReviewsRequest(targets=targets, sync=sync, **parsed)
+    result = run(request, reporter(as_json or md, verbose))
+    render = view.sync if sync else view.render
+    return show(result, render, md=md, as_json=as_json, verbose=verbose)

@@ -58,7 +58,7 @@ from onboard.commands._common import PathParam, reporter
 )
 @options.python()
 @options.output()
-def setup(dest: str, then_build: bool, as_json: bool, verbose: bool, **parsed: Any) -> int:
+def setup(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Create (or check and resume) a workspace in DIR: the source of the installed
     torch's exact commit, VS Code and gdb files that map the binary's build paths to it,
     and a noxfile whose `nox -s verify` checks it all.
@@ -74,20 +74,24 @@ def setup(dest: str, then_build: bool, as_json: bool, verbose: bool, **parsed: A
     """
     from onboard.commands._common import finish
     from onboard.console import emit_view
+    from onboard.views import build as build_view
     from onboard.views import setup as view
+    from onboard.workflows.setup import SetupRequest, SetupResult
     from onboard.workflows.setup import setup as run_setup
 
-    result = run_setup(dest, reporter=reporter(as_json, verbose), **parsed)
-    # `onboard setup DIR --build` builds after a good setup.
-    if then_build and result.ok:
-        from onboard.views import build as build_view
-        from onboard.workflows.build import build_after_setup
-
+    def set_up(done: SetupResult) -> None:
+        # `onboard setup DIR --build`: the setup is shown before the build starts.
         if not as_json:
-            emit_view(result, view.render, as_json=False, verbose=verbose)
-        both = build_after_setup(result, reporter(as_json, verbose))
-        if as_json:
-            return finish(both, build_view.setup_and_build, as_json, verbose)
-        emit_view(both.build, build_view.result, as_json=False, verbose=verbose)
-        return both.exit_code
-    return finish(result, view.render, as_json, verbose)
+            emit_view(done, view.render, as_json=False, verbose=verbose)
+
+    result = run_setup(
+        SetupRequest(**parsed),
+        reporter(as_json, verbose),
+        on_setup=set_up,
+    )
+    if isinstance(result, SetupResult):
+        return finish(result, view.render, as_json, verbose)
+    if as_json:
+        return finish(result, build_view.setup_and_build, as_json, verbose)
+    emit_view(result.build, build_view.result, as_json=False, verbose=verbose)
+    return result.exit_code

@@ -21,11 +21,8 @@ from onboard.commands._common import DashDashCommand, after_dashes, reporter
     help="Take the snapshot once the program made no progress this long (no Python line "
     "changed and no CPU used).",
 )
-@click.option(
-    "--timeout",
-    type=float,
+@options.timeout(
     default=None,
-    metavar="SECONDS",
     help="Stop the program after this long (a snapshot is taken first). Default: no limit.",
 )
 @click.option("--kill", is_flag=True, help="Stop the program after the snapshot.")

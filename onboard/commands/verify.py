@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from onboard.commands import options
@@ -11,7 +13,7 @@ from onboard.commands._common import reporter
 @click.command()
 @options.workspace()
 @options.output()
-def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
+def verify(as_json: bool, verbose: bool, **parsed: Any) -> int:
     """Check the workspace by running its `nox -f WS/noxfile.py -s verify`: the
     checkout's commit, the IDE/debugger files, the build-prefix mapping, and every
     check other commands added (e.g. a scaffolded op).
@@ -26,7 +28,8 @@ def verify(workspace: str | None, as_json: bool, verbose: bool) -> int:
     """
     from onboard.commands._common import finish
     from onboard.views import verify as view
+    from onboard.workflows.verify import VerifyRequest
     from onboard.workflows.verify import verify as run_verify
 
-    result = run_verify(workspace, reporter(as_json, verbose))
+    result = run_verify(VerifyRequest(**parsed), reporter(as_json, verbose))
     return finish(result, view.render, as_json, verbose)

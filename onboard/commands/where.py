@@ -39,7 +39,8 @@ def where(op: str, as_json: bool, verbose: bool, **parsed: Any) -> int:
     """
     from onboard.commands._common import finish
     from onboard.views import where as view
+    from onboard.workflows.where import WhereRequest
     from onboard.workflows.where import where as run_where
 
-    result = run_where(op, reporter=reporter(as_json, verbose), **parsed)
+    result = run_where(WhereRequest.parse(op, **parsed), reporter(as_json, verbose))
     return finish(result, view.render, as_json, verbose)

@@ -56,13 +56,20 @@ def _scope(
     return scope_of(ws.root), f"the workspace {ws.root}", ws
 
 
-def recover(
-    *, workspace: str | None = None, repo: str | None = None, reporter: Reporter
-) -> RecoverResult:
+@dataclass(frozen=True, kw_only=True)
+class RecoverRequest:
+    """Where to recover: ``repo``, a checkout outside any workspace, else ``workspace``
+    (None: found from the current folder)."""
+
+    workspace: str | None = None
+    repo: str | None = None
+
+
+def recover(request: RecoverRequest, reporter: Reporter) -> RecoverResult:
     # First what dead runs left running (any run's, wherever it ran: their records are
     # onboard's own, not the workspace's).
     stopped = proc.sweep_dead_runs()
-    scope, what, ws = _scope(workspace, repo)
+    scope, what, ws = _scope(request.workspace, request.repo)
     result = RecoverResult(scope, stopped=stopped)
     if not journals(scope) and ws is None:
         return result

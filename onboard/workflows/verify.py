@@ -246,11 +246,18 @@ def write_report(result: VerifyResult) -> Path:
     return path
 
 
-def verify(workspace_dir: str | None, reporter: Reporter) -> VerifyResult:
+@dataclass(frozen=True, kw_only=True)
+class VerifyRequest:
+    """``workspace``: the workspace to check (None: found from the current folder)."""
+
+    workspace: str | None = None
+
+
+def verify(request: VerifyRequest, reporter: Reporter) -> VerifyResult:
     """`onboard verify`: the workspace's ``nox -s verify``, as the workspace's one writer."""
     from onboard import transaction
 
-    ws = workspace.require(workspace_dir, writing=True)
+    ws = workspace.require(request.workspace, writing=True)
     # One writer at a time: verify compiles into the workspace's cache and
     # writes its report there; the nox session it starts shares this lock.
     with transaction.in_workspace(ws.root, command="verify", reporter=reporter) as tx:

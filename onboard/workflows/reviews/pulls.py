@@ -1,5 +1,5 @@
 """What reviewers said on landed pull requests: their review comments and reviews,
-from the GitHub API through the cache (`onboard/github_cache.py`).
+from the GitHub API through the cache (`onboard/github/cache.py`).
 
 A landed pull request is closed and its review does not change, so its answers
 are kept for good (``final``) and never asked again; ``--refresh`` revalidates
@@ -13,8 +13,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from onboard.github_cache import ApiStats, CachedGitHub
-from onboard.github_token import find_token, web_host
+from onboard.github.cache import ApiStats, CachedGitHub
+from onboard.github.token import find_token, web_host
 from onboard.report import Reporter
 from onboard.workflows.reviews.comments import Review, ReviewComment
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from onboard.github_cache import ApiStats
+from onboard.github.cache import ApiStats
+from onboard.jsonable import spec, to_json
 from onboard.workflows.reviews.blame import Skipped
 from onboard.workflows.reviews.codeowners import Owners
 from onboard.workflows.reviews.comments import Review, Thread
@@ -68,10 +69,10 @@ class ReviewsResult:
     query: list[str]
     checkout: Checkout
     history: HistoryState
-    files: list[FileFacts] = field(default_factory=list)
     since: str | None = None
     limit: int = 0
     reviewer: str | None = None
+    files: list[FileFacts] = field(default_factory=list)
     # where merge_rules.yaml was read (None: not found)
     rules_source: str | None = field(default=None, metadata=spec(key="merge_rules_source"))
     prs: list[PrView] = field(default_factory=list, metadata=spec(key="pull_requests"))

@@ -12,6 +12,7 @@ from onboard.workflows.reviews import history
 from onboard.workflows.reviews.comments import on_lines, threads
 from onboard.workflows.reviews.context import Context
 from onboard.workflows.reviews.history import Landed
+from onboard.workflows.reviews.request import BlameRequest
 from onboard.workflows.reviews.results import BlamedLine, BlameResult
 from onboard.workflows.reviews.tree import line_count, quote, repo_path
 
@@ -37,24 +38,13 @@ def parse_spec(spec: str) -> tuple[str, int, int]:
     return mo.group("path"), start, end
 
 
-def blame(
-    spec: str,
-    *,
-    workspace: str | None = None,
-    repo: str | None = None,
-    walk: bool = False,
-    since: str | None = None,
-    offline: bool = False,
-    refresh: bool = False,
-    api_url: str = "https://api.github.com",
-    upstream: str | None = None,
-    reporter: Reporter | None = None,
-) -> BlameResult:
+def blame(request: BlameRequest, reporter: Reporter | None = None) -> BlameResult:
     reporter = reporter or Reporter()
+    spec, since, offline, walk = request.spec, request.since, request.offline, request.walk
     name, start, end = parse_spec(spec)
     ctx = Context.open(
-        workspace=workspace, repo=repo, api_url=api_url, upstream=upstream,
-        offline=offline, refresh=refresh, reporter=reporter,
+        workspace=request.workspace, repo=request.repo, api_url=request.api_url,
+        upstream=request.upstream, offline=offline, refresh=request.refresh, reporter=reporter,
     )  # fmt: skip
     tree = ctx.tree
     path = repo_path(tree, name)

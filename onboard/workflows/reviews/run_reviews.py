@@ -13,6 +13,7 @@ from onboard.workflows.reviews.blame import blame as blame_lines
 from onboard.workflows.reviews.comments import Thread, on_lines, threads
 from onboard.workflows.reviews.context import Context
 from onboard.workflows.reviews.history import Landed
+from onboard.workflows.reviews.request import ReviewsRequest
 from onboard.workflows.reviews.results import (
     FileFacts,
     ReviewsResult,
@@ -21,7 +22,6 @@ from onboard.workflows.reviews.results import (
 )
 from onboard.workflows.reviews.tree import Target, quote, resolve_targets
 
-DEFAULT_LIMIT = 20
 _NO_TARGETS = (
     "Name files or an op (`onboard reviews aten/src/ATen/native/UnaryOps.cpp`, "
     "`onboard reviews trunc`), or run it on the branch of your change."
@@ -54,10 +54,10 @@ def _targets(
 
 def _op_files(ctx: Context, op: str, workspace: str | None, reporter: Reporter) -> list[Target]:
     from onboard.workflows.reviews.tree import closest_names, op_targets
-    from onboard.workflows.where import where
+    from onboard.workflows.where import WhereRequest, where
 
     try:
-        answer = where(op, workspace=workspace, reporter=reporter)
+        answer = where(WhereRequest.parse(op, workspace=workspace), reporter)
     except BadInput as exc:
         from onboard import git
 
@@ -184,26 +184,19 @@ def _read_upstream_file(ctx: Context, path: str) -> tuple[str | None, str | None
 
 
 def reviews(
-    names: list[str],
-    *,
-    workspace: str | None = None,
-    repo: str | None = None,
-    reviewer: str | None = None,
-    since: str | None = None,
-    limit: int = DEFAULT_LIMIT,
-    offline: bool = False,
-    refresh: bool = False,
-    api_url: str = "https://api.github.com",
-    upstream: str | None = None,
-    base: str | None = None,
-    reporter: Reporter | None = None,
-) -> ReviewsResult:
+    request: ReviewsRequest, reporter: Reporter | None = None
+) -> ReviewsResult | SyncResult:
+    """The answer for ``request.targets``; with ``request.sync``, the fetch that keeps it."""
     reporter = reporter or Reporter()
+    if request.sync:
+        return sync(request, reporter)
+    names, since, limit = list(request.targets), request.since, request.limit
+    offline, reviewer = request.offline, request.reviewer
     ctx = Context.open(
-        workspace=workspace, repo=repo, api_url=api_url, upstream=upstream,
-        offline=offline, refresh=refresh, reporter=reporter,
+        workspace=request.workspace, repo=request.repo, api_url=request.api_url,
+        upstream=request.upstream, offline=offline, refresh=request.refresh, reporter=reporter,
     )  # fmt: skip
-    mode, targets = _targets(ctx, names, workspace, base, reporter)
+    mode, targets = _targets(ctx, names, request.workspace, request.base, reporter)
     if not targets:
         raise BadInput("The branch changes no file that is still there.", next_step=_NO_TARGETS)
     state = _history(ctx, since, offline, reporter, names)
@@ -294,26 +287,16 @@ def _notes(
     result.notes += ctx.api_notes()
 
 
-def sync(
-    names: list[str],
-    *,
-    workspace: str | None = None,
-    repo: str | None = None,
-    since: str | None = None,
-    limit: int = DEFAULT_LIMIT,
-    refresh: bool = False,
-    api_url: str = "https://api.github.com",
-    upstream: str | None = None,
-    base: str | None = None,
-    reporter: Reporter | None = None,
-) -> SyncResult:
-    """Fill the cache for the files (history, then each PR's comments and reviews)."""
+def sync(request: ReviewsRequest, reporter: Reporter | None = None) -> SyncResult:
+    """Fill the cache for the files (history, then each PR's comments and reviews): what is
+    kept serves every reviewer, and it is fetched whatever ``offline`` says."""
     reporter = reporter or Reporter()
+    names, since, limit = list(request.targets), request.since, request.limit
     ctx = Context.open(
-        workspace=workspace, repo=repo, api_url=api_url, upstream=upstream,
-        offline=False, refresh=refresh, reporter=reporter,
+        workspace=request.workspace, repo=request.repo, api_url=request.api_url,
+        upstream=request.upstream, offline=False, refresh=request.refresh, reporter=reporter,
     )  # fmt: skip
-    _mode, targets = _targets(ctx, names, workspace, base, reporter)
+    _mode, targets = _targets(ctx, names, request.workspace, request.base, reporter)
     state = history.ensure(ctx.tree, since, offline=False, reporter=reporter)
     changes, _texts, problems = _landed(ctx, targets, state, since, limit)
     _check_answered(ctx, targets, state, changes, problems)

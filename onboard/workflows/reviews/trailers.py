@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from onboard.github_answers import LOGIN_RE
+from onboard.github.answers import LOGIN_RE
+from onboard.jsonable import spec
 
 _RESOLVED = re.compile(
     r"^Pull Request resolved: https?://(?P<host>[^/\s]+)/(?P<repo>[^/\s]+/[^/\s]+)/pull/"

@@ -20,60 +20,68 @@ checks space first, and the ``SetupResult`` (``result``) says what was done.
 
 from __future__ import annotations
 
-import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from onboard import torchenv
 from onboard.report import Reporter
-from onboard.workflows.checkout import DEFAULT_FETCH_TIMEOUT
 from onboard.workflows.setup import create, resume, validate
 from onboard.workflows.setup.installed import Installed, wheel_facts
-from onboard.workflows.setup.request import SetupRequest
+from onboard.workflows.setup.request import SetupJob, SetupRequest
 from onboard.workflows.setup.result import SetupResult
 
-__all__ = ["SetupResult", "setup"]
+if TYPE_CHECKING:
+    from onboard.workflows.build import SetupAndBuild
+
+__all__ = ["SetupRequest", "SetupResult", "setup"]
 
 
 def setup(
-    dest: str | os.PathLike[str],
-    *,
-    python: str | None = None,
-    remote: str | None = None,
-    commit: str | None = None,
-    from_wheel: bool = False,
-    reference: str | os.PathLike[str] | None = None,
-    with_submodules: bool = False,
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
+    request: SetupRequest,
     reporter: Reporter | None = None,
-    final: bool = True,
-) -> SetupResult:
-    """``final``: setup is the whole command (not followed by a build), so a
-    signal after the workspace is complete no longer undoes it."""
+    on_setup: Callable[[SetupResult], None] | None = None,
+) -> SetupResult | SetupAndBuild:
+    """The workspace ``request`` asks for; with ``then_build``, built after a good setup
+    (``on_setup`` is told of the setup first: the build takes a while)."""
+    reporter = reporter or Reporter()
+    result = _setup(request, reporter)
+    if not (request.then_build and result.ok):
+        return result
+    if on_setup is not None:
+        on_setup(result)
+    from onboard.workflows.build import build_after_setup
+
+    return build_after_setup(result, reporter)
+
+
+def _setup(request: SetupRequest, reporter: Reporter) -> SetupResult:
     started = time.monotonic()
+    dest, python, from_wheel = request.dest, request.python, request.from_wheel
     root = validate.workspace_root(dest)
     validate.check_options(
         dest,
         from_wheel=from_wheel,
-        remote=remote,
-        commit=commit,
-        reference=reference,
-        with_submodules=with_submodules,
-        fetch_timeout=fetch_timeout,
+        remote=request.remote,
+        commit=request.commit,
+        reference=request.reference,
+        with_submodules=request.with_submodules,
+        fetch_timeout=request.fetch_timeout,
     )
     validate.check_name_room(root)
     existing = validate.existing_workspace(root)
-    ref_path = validate.reference_clone(reference) if reference else None
-    req = SetupRequest(
+    ref_path = validate.reference_clone(request.reference) if request.reference else None
+    req = SetupJob(
         root=root,
         from_wheel=from_wheel,
-        remote=validate.normalize_remote(remote) if not from_wheel else None,
-        commit=commit,
+        remote=validate.normalize_remote(request.remote) if not from_wheel else None,
+        commit=request.commit,
         reference=ref_path,
-        with_submodules=with_submodules,
-        fetch_timeout=fetch_timeout,
-        reporter=reporter or Reporter(),
-        final=final,
+        with_submodules=request.with_submodules,
+        fetch_timeout=request.fetch_timeout,
+        reporter=reporter,
+        final=request.final,
     )
     req.reporter.step(f"probing the torch of {python or 'this interpreter'}")
     # The probe imports torch in a child (seconds); a reference tree only needs

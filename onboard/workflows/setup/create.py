@@ -16,11 +16,11 @@ from onboard.workflows import reference_tree
 from onboard.workflows.setup import disk, resume, sources, validate, workspace_files
 from onboard.workflows.setup.installed import Installed, Target
 from onboard.workflows.setup.layout import CHECKOUT_DIR
-from onboard.workflows.setup.request import SetupRequest
+from onboard.workflows.setup.request import SetupJob
 from onboard.workflows.setup.result import SetupResult
 
 
-def create(req: SetupRequest, installed: Installed) -> SetupResult:
+def create(req: SetupJob, installed: Installed) -> SetupResult:
     target = installed.target(req.commit) if not req.from_wheel else None
     tree = installed.tree_plan() if req.from_wheel else None
     needed = disk.check(req, tree)
@@ -55,7 +55,7 @@ def create(req: SetupRequest, installed: Installed) -> SetupResult:
 
 
 def _create_in_staging(
-    req: SetupRequest,
+    req: SetupJob,
     installed: Installed,
     parent: Path,
     target: Target | None,
@@ -91,7 +91,7 @@ def _create_in_staging(
     return result
 
 
-def _unwritable(req: SetupRequest, exc: OSError) -> OnboardError:
+def _unwritable(req: SetupJob, exc: OSError) -> OnboardError:
     """A folder onboard cannot create or rename (read-only, not yours, a mount point)."""
     root = req.root
     where = exc.filename or root.parent

@@ -10,14 +10,14 @@ from onboard.errors import OnboardError
 from onboard.units import human_bytes
 from onboard.workflows import checkout as checkout_mod
 from onboard.workflows import reference_tree
-from onboard.workflows.setup.request import SetupRequest
+from onboard.workflows.setup.request import SetupJob
 
 # A reference tree's pack is ~25% of the sources at zlib level 1 (23 MiB for
 # the 92 MB of the 2.13.0 wheel); the checked-out files are the sources.
 REFERENCE_PACK_RATIO = 0.3
 
 
-def check(req: SetupRequest, tree: reference_tree.TreePlan | None) -> dict[str, Any]:
+def check(req: SetupJob, tree: reference_tree.TreePlan | None) -> dict[str, Any]:
     """Enough free space under ``req.root`` for ``tree`` (None: a depth-1 clone), or an error."""
     if tree is not None:
         need = int(tree.total_bytes * (1 + REFERENCE_PACK_RATIO) * checkout_mod.MARGIN)

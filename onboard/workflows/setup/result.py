@@ -13,7 +13,7 @@ from onboard.workflows.setup.layout import CHECKOUT_DIR
 
 if TYPE_CHECKING:
     from onboard import torchenv
-    from onboard.workflows.setup.request import SetupRequest
+    from onboard.workflows.setup.request import SetupJob
 
 
 @dataclass
@@ -64,7 +64,7 @@ class SetupResult:
         return {"ok": self.ok}
 
 
-def begin(req: SetupRequest, env: torchenv.TorchEnv, state: str) -> SetupResult:
+def begin(req: SetupJob, env: torchenv.TorchEnv, state: str) -> SetupResult:
     """A result for ``req`` from the probe of the installed torch, before any checkout work."""
     assert env.torch is not None
     return SetupResult(

@@ -38,11 +38,11 @@ from onboard.workflows.checkout import FetchStats, fetch_target
 from onboard.workflows.setup import disk, sources, workspace_files
 from onboard.workflows.setup.installed import Installed
 from onboard.workflows.setup.layout import CHECKOUT_DIR
-from onboard.workflows.setup.request import SetupRequest
+from onboard.workflows.setup.request import SetupJob
 from onboard.workflows.setup.result import SetupResult, begin
 
 
-def resume(req: SetupRequest, installed: Installed, old: workspace.Workspace) -> SetupResult:
+def resume(req: SetupJob, installed: Installed, old: workspace.Workspace) -> SetupResult:
     """Check the workspace ``old`` and bring it to the installed torch (see above)."""
     if old.checkout_kind != req.kind:
         have = "a reference tree (--from-wheel)" if old.is_reference else "a git checkout"
@@ -111,7 +111,7 @@ def _where(repo: Path) -> str:
 
 
 def _reference(
-    req: SetupRequest,
+    req: SetupJob,
     installed: Installed,
     old: workspace.Workspace,
     repo: Path,
@@ -177,7 +177,7 @@ def _reference(
 
 
 def _reference_kept(
-    req: SetupRequest,
+    req: SetupJob,
     installed: Installed,
     old: workspace.Workspace,
     repo: Path,
@@ -277,7 +277,7 @@ def _commit_tag(kind: str, version: str, sha: str) -> str:
 
 
 def _clone(
-    req: SetupRequest,
+    req: SetupJob,
     installed: Installed,
     old: workspace.Workspace,
     repo: Path,
@@ -324,7 +324,7 @@ def _clone(
 
 
 def _clone_kept(
-    req: SetupRequest,
+    req: SetupJob,
     installed: Installed,
     old: workspace.Workspace,
     repo: Path,
@@ -391,7 +391,7 @@ def _follow_clone(
 
 
 def _rebuild_checkout(
-    req: SetupRequest, installed: Installed, old: workspace.Workspace, tx: transaction.Transaction
+    req: SetupJob, installed: Installed, old: workspace.Workspace, tx: transaction.Transaction
 ) -> SetupResult:
     """Make a missing checkout again (nothing of the user's is there to keep)."""
     target = installed.target(req.commit) if not req.from_wheel else None

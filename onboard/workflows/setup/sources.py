@@ -14,12 +14,12 @@ from onboard.workflows import reference_tree
 from onboard.workflows.checkout import FetchStats
 from onboard.workflows.setup import result as result_mod
 from onboard.workflows.setup.installed import Installed, Target, WheelFacts, tree_plan
-from onboard.workflows.setup.request import SetupRequest
+from onboard.workflows.setup.request import SetupJob
 from onboard.workflows.setup.result import SetupResult
 
 
 def make(
-    req: SetupRequest,
+    req: SetupJob,
     installed: Installed,
     repo: Path,
     target: Target | None,
@@ -37,7 +37,7 @@ def make(
 
 
 def make_reference(
-    req: SetupRequest,
+    req: SetupJob,
     installed: Installed,
     repo: Path,
     tree: reference_tree.TreePlan,
@@ -97,7 +97,7 @@ def reference_record(tree: reference_tree.TreePlan, commit: str) -> dict[str, An
 
 
 def make_clone(
-    req: SetupRequest, installed: Installed, repo: Path, target: Target, result: SetupResult
+    req: SetupJob, installed: Installed, repo: Path, target: Target, result: SetupResult
 ) -> None:
     """A depth-1 clone of ``target`` at ``repo``, recorded in ``result``."""
     assert req.remote is not None
@@ -127,7 +127,7 @@ def make_clone(
         )
 
 
-def update_submodules(req: SetupRequest, repo: Path, result: SetupResult) -> None:
+def update_submodules(req: SetupJob, repo: Path, result: SetupResult) -> None:
     notes, problems = checkout_mod.update_submodules(
         repo, fetch_timeout=req.fetch_timeout, reporter=req.reporter
     )

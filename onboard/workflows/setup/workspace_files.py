@@ -9,11 +9,11 @@ from onboard import files, git, ide, torchenv, workspace
 from onboard.jsonable import to_json
 from onboard.shell import quote
 from onboard.workflows.setup.layout import CHECKOUT_DIR, GDB_FILE, NOXFILE
-from onboard.workflows.setup.request import SetupRequest
+from onboard.workflows.setup.request import SetupJob
 from onboard.workflows.setup.result import SetupResult
 
 
-def write(req: SetupRequest, env: torchenv.TorchEnv, at: Path, result: SetupResult) -> None:
+def write(req: SetupJob, env: torchenv.TorchEnv, at: Path, result: SetupResult) -> None:
     """IDE files, gdb file, noxfile and onboard.json, written under ``at`` with
     paths that name the final location ``req.root``."""
     assert env.torch is not None
@@ -51,7 +51,7 @@ def write(req: SetupRequest, env: torchenv.TorchEnv, at: Path, result: SetupResu
 
 
 def _config(
-    req: SetupRequest, env: torchenv.TorchEnv, at: Path, result: SetupResult
+    req: SetupJob, env: torchenv.TorchEnv, at: Path, result: SetupResult
 ) -> workspace.Workspace:
     """The workspace's onboard.json: what later commands read about this setup."""
     assert env.torch is not None
