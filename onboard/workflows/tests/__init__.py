@@ -1,0 +1,1 @@
+"""`onboard tests`: which of PyTorch's tests cover a change, and (``--run``) run them."""
