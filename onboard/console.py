@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from onboard.report import Reporter, Task
 
-_STATUS_STYLE = {"passed": "green", "failed": "bold red", "not checked": "yellow"}
+STATUS_STYLE = {"passed": "green", "failed": "bold red", "not checked": "yellow"}
 
 
 def escape(text: str) -> str:
@@ -93,23 +93,32 @@ class _WholeLines:
         return str(getattr(self._stream, "encoding", "utf-8"))
 
 
-def _console(stderr: bool, **kwargs: Any) -> Console:
-    stream = sys.stderr if stderr else sys.stdout
+def _console(stderr: bool, stream: Any = None, **kwargs: Any) -> Console:
+    """The one place that decides what output is: a terminal (``isatty``), as wide as
+    ``COLUMNS`` says or the terminal is (rich asks), where views fit that width
+    (onboard/views/__init__.py, ``Screen``); or anything else, without a width."""
+    given = stream
+    stream = given if given is not None else (sys.stderr if stderr else sys.stdout)
     if not (hasattr(stream, "isatty") and stream.isatty()):
-        options = {"width": UNBOUNDED_WIDTH, "soft_wrap": True, **kwargs}
+        options = {**kwargs, "width": UNBOUNDED_WIDTH, "soft_wrap": True}
         return _console_class()(file=cast("IO[str]", _WholeLines(stream)), **options)
+    if given is not None:
+        return _console_class()(file=given, **kwargs)
     return _console_class()(stderr=stderr, **kwargs)
 
 
-def stdout_console() -> Console:
-    return _console(False, highlight=False, soft_wrap=True)
+def stdout_console(stream: Any = None) -> Console:
+    """The console results are printed on (``stream``: another than stdout, for a test).
+    In a terminal rich wraps what a view did not fit itself (soft_wrap off); the views
+    print through ``onboard.views.Screen``, which keeps a wrapped line's indentation."""
+    return _console(False, stream, highlight=False, soft_wrap=False)
 
 
 def stderr_console() -> Console:
     return _console(True, highlight=False)
 
 
-def markdown(console: Console, text: str) -> None:
+def markdown(console: Any, text: str) -> None:
     """Markdown rendered on a terminal; elsewhere its source, whose lines are whole."""
     if console.is_terminal:
         from rich.markdown import Markdown
@@ -156,20 +165,6 @@ def emit_view(
         sys.stdout.flush()
     else:
         view(result, stdout_console(), verbose)
-
-
-def status_table(title: str, rows: list[tuple[str, str, str]]) -> Any:
-    """A rich table of checks: (name, passed / failed / not checked, detail)."""
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    table.add_column("check")
-    table.add_column("result")
-    table.add_column("detail", overflow="fold")
-    for name, status, detail in rows:
-        style = _STATUS_STYLE.get(status, "cyan")
-        table.add_row(name, f"[{style}]{escape(status)}[/]", escape(detail))
-    return table
 
 
 class _RichTask(Task):
@@ -305,7 +300,7 @@ class RichReporter(Reporter):
         if not console.is_terminal:
             console.print(f"{status}: {name} ({seconds:.1f} s)", markup=False, highlight=False)
             return
-        style = _STATUS_STYLE.get(status, "cyan")
+        style = STATUS_STYLE.get(status, "cyan")
         console.print(f"[{style}]{escape(status)}[/] {escape(name)} [dim]({seconds:.1f} s)[/]")
         self._show_running()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from onboard.console import escape
+from onboard.views import screen
 from onboard.workflows.ab import stats
 
 if TYPE_CHECKING:
@@ -15,33 +16,30 @@ if TYPE_CHECKING:
 
 
 def render(result: ABResult, console: Console, verbose: bool) -> None:
-    from rich.table import Table
-
-    console.print(f"[bold]A[/] = {escape(result.a.what)}")
-    console.print(f"[bold]B[/] = {escape(result.b.what)}")
+    out = screen(console, verbose)
+    out.print(f"[bold]A[/] = {escape(result.a.what)}")
+    out.print(f"[bold]B[/] = {escape(result.b.what)}")
     if result.differences:
-        console.print(
+        out.print(
             "[bold yellow]A and B differ in more than the code[/], and the numbers below "
             "measure that too:"
         )
         for line in result.differences:
-            console.print(f"  [yellow]-[/] {escape(line)}")
+            out.print(f"  [yellow]-[/] {escape(line)}")
     elif verbose:
-        console.print(
+        out.print(
             "[dim]A and B start alike: the same interpreter and flags, the same "
             "environment, the same number of files compiled from source per run.[/]"
         )
     if result.same_output is False:
-        console.print(
+        out.print(
             "[bold red]The script's output differs between A and B[/] (a faster wrong "
             "answer is not an improvement):"
         )
-        console.print(result.output_diff, markup=False, highlight=False)
+        out.print(result.output_diff, markup=False, highlight=False)
     elif result.output_note:
-        console.print(f"[yellow]{escape(result.output_note)}[/]")
-    table = Table(title=f"{result.rounds} rounds, A B / B A alternating", title_justify="left")
-    for column in ("metric", "median A", "median B", "B/A", "95% interval", "verdict"):
-        table.add_column(column)
+        out.print(f"[yellow]{escape(result.output_note)}[/]")
+    rows = []
     style = {
         stats.FASTER: "green",
         stats.SLOWER: "bold red",
@@ -54,15 +52,19 @@ def render(result: ABResult, console: Console, verbose: bool) -> None:
         interval = f"{r.low:.3f} - {r.high:.3f}" if r.low is not None else "-"
         word = style.get(r.verdict)
         verdict = f"[{word}]{escape(r.detail)}[/]" if word else escape(r.detail)
-        table.add_row(m.name, _num(r.median_a), _num(r.median_b), ratio, interval, verdict)
-    console.print(table)
+        rows.append((escape(m.name), _num(r.median_a), _num(r.median_b), ratio, interval, verdict))
+    out.table(
+        ("metric", "median A", "median B", "B/A", "95% interval", "verdict"),
+        rows,
+        title=f"{result.rounds} rounds, A B / B A alternating",
+    )
     for side in (result.a, result.b):
         for note in side.notes:
-            console.print(f"[yellow]{side.label}:[/] {escape(note)}")
+            out.print(f"[yellow]{side.label}:[/] {escape(note)}")
     if result.noise.get("warning"):
-        console.print(f"[yellow]noise:[/] {escape(result.noise['warning'])}")
+        out.print(f"[yellow]noise:[/] {escape(result.noise['warning'])}")
     for note in result.notes:
-        console.print(f"[dim]note:[/] {escape(note)}")
+        out.print(f"[dim]note:[/] {escape(note)}")
 
 
 def _num(value: float) -> str:

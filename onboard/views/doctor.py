@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onboard.views import screen
 from onboard.workflows.doctor.report import ERROR, INFO, WARNING
 
 if TYPE_CHECKING:
@@ -16,32 +17,32 @@ _STYLES = {ERROR: "bold red", WARNING: "bold yellow", INFO: "bold blue"}
 
 
 def render(report: DoctorReport, console: Console, verbose: bool) -> None:
-    from rich.table import Table
-
-    table = Table(title="torch in this interpreter", show_header=False, title_justify="left")
-    table.add_column("fact", style="bold")
-    table.add_column("value", overflow="fold")
-    for name, value in report.rows():
-        table.add_row(name, value)
-    console.print(table)
+    out = screen(console, verbose)
+    out.table(
+        ("fact", "value"),
+        list(report.rows()),
+        title="torch in this interpreter",
+        header=False,
+        styles=("bold",),
+    )
     if verbose and report.facts.get("sys_path"):
-        console.print("[bold]sys.path[/] (import order):")
+        out.print("[bold]sys.path[/] (import order):")
         for entry in report.facts["sys_path"]:
-            console.print(f"  {entry}")
+            out.print(f"  {entry}")
     if not report.findings:
-        console.print("[green]No problems found.[/]")
+        out.print("[green]No problems found.[/]")
         return
     for f in report.findings:
-        console.print()
-        console.print(f"[{_STYLES[f.severity]}]{f.severity}[/] [bold]{f.title}[/] [dim]({f.id})[/]")
-        console.print(f"  [bold]why:[/] {f.why}")
-        console.print(f"  [bold]fix:[/] {f.fix}")
+        out.print()
+        out.print(f"[{_STYLES[f.severity]}]{f.severity}[/] [bold]{f.title}[/] [dim]({f.id})[/]")
+        out.print(f"  [bold]why:[/] {f.why}")
+        out.print(f"  [bold]fix:[/] {f.fix}")
         if verbose:
             for line in f.details:
-                console.print(f"    [dim]{line}[/]")
-    console.print()
+                out.print(f"    [dim]{line}[/]")
+    out.print()
     acting = [f for f in report.findings if f.needs_action]
     if acting:
-        console.print(f"[bold red]{len(acting)} finding(s) need action.[/]")
+        out.print(f"[bold red]{len(acting)} finding(s) need action.[/]")
     else:
-        console.print("[green]Nothing needs action[/] (the notes above are for information).")
+        out.print("[green]Nothing needs action[/] (the notes above are for information).")

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onboard.console import escape, printable
+from onboard.views import Screen, screen
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -17,34 +20,16 @@ _PYGMENTS = {"python": "python", "yaml": "yaml", "javascript": "javascript", "ji
 
 
 def render(result: HarvestResult, console: Console, verbose: bool) -> None:
-    """The shown items as a table, the totals in one paragraph, then the notes."""
-    from rich.table import Table
-    from rich.text import Text
-
+    """The shown items as a table (plain rows, one item per line, in a pipe or a log),
+    the totals in one paragraph, then the notes."""
+    out = screen(console, verbose)
     s = result.summary()
-    table = Table(show_lines=True, pad_edge=False, expand=False)
-    table.add_column("id", style="cyan", no_wrap=True)
-    table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("task", overflow="fold")
-    for item in result.items:
-        cell = Text()
-        cell.append(f"{item.path}:{item.line}", style="bold")
-        if item.blame and item.blame.get("age_days") is not None:
-            cell.append(f"  ({item.blame['age_days']} days old)", style="dim")
-        cell.append("\n" + (item.text if verbose else _shorten(item.text, 160)))
-        reasons = item.reasons if verbose else [r for r in item.reasons if r.points]
-        why = "; ".join(f"{r.points:+d} {r.why}" for r in reasons)
-        if why:
-            cell.append("\n" + why, style="dim")
-        if item.same_issue:
-            cell.append("\n" + _same_issue(item), style="dim")
-        table.add_row(item.id, str(item.score), cell)
     if result.items:
-        console.print(table)
+        _items(result, out, verbose)
     else:
-        console.print("No tagged comment matches these filters.")
+        out.print("No tagged comment matches these filters.")
     cached = " (result cached for this commit)" if s["cache"] == "tree" else ""
-    console.print(
+    out.print(
         f"{s['harvested']} tagged comments ({s['python_only']} in Python) found with "
         f"{result.scan.searcher}{cached}; skipped {s['skipped_vendored']} in vendored code "
         f"({s['skipped_vendored_files']} files) and {s['skipped_generated']} in generated "
@@ -53,17 +38,62 @@ def render(result: HarvestResult, console: Console, verbose: bool) -> None:
     )
     if result.issues is not None:
         if result.issues:
-            issues = Table(title="Newcomer-labelled issues", pad_edge=False)
-            issues.add_column("#", justify="right", style="cyan")
-            issues.add_column("title", overflow="fold")
-            issues.add_column("labels", overflow="fold")
-            for issue in result.issues:
-                issues.add_row(str(issue["number"]), issue["title"], ", ".join(issue["labels"]))
-            console.print(issues)
+            out.table(
+                ("#", "title", "labels"),
+                [
+                    (
+                        out.link(str(issue["number"]), issue.get("url")),
+                        _esc(issue["title"]),
+                        _esc(", ".join(issue["labels"])),
+                    )
+                    for issue in result.issues
+                ],
+                title="Newcomer-labelled issues",
+                styles=("cyan",),
+                justify=("right",),
+            )
         elif not any(n.startswith("GitHub") for n in result.notes):
-            console.print("No open newcomer-labelled issues.")
+            out.print("No open newcomer-labelled issues.")
     for note in result.notes:
-        console.print(f"[dim]{note}[/]", markup=True)
+        out.print(f"[dim]{note}[/]", markup=True)
+
+
+def _items(result: HarvestResult, out: Screen, verbose: bool) -> None:
+    rows, plain = [], []
+    for item in result.items:
+        where = f"{item.path}:{item.line}"
+        age = item.blame.get("age_days") if item.blame else None
+        text = item.text if verbose else _shorten(item.text, 160)
+        reasons = item.reasons if verbose else [r for r in item.reasons if r.points]
+        why = "; ".join(f"{r.points:+d} {r.why}" for r in reasons)
+        cell = out.location(item.path, item.line, item.url)
+        if age is not None:
+            cell += f"  [dim]({age} days old)[/]"
+        cell += "\n" + _esc(text)
+        if why:
+            cell += f"\n[dim]{_esc(why)}[/]"
+        if item.same_issue:
+            cell += f"\n[dim]{_esc(_same_issue(item))}[/]"
+        rows.append((item.id, str(item.score), cell))
+        # A pipe's row: the task's words last, whatever they hold; the reasons with -v.
+        # The URL is a column of its own there (a terminal links the path to it).
+        url = item.url or "-"
+        plain.append([item.id, str(item.score), where, url, *([why] if verbose else []), text])
+    columns = ("id", "score", "where", "url", *(["why"] if verbose else []), "task")
+    if out.is_terminal:
+        columns = ("id", "score", "task")
+    out.table(
+        columns,
+        rows,
+        styles=("cyan",),
+        justify=("left", "right"),
+        show_lines=True,
+        plain_rows=plain,
+    )
+
+
+def _esc(text: str) -> str:
+    return escape(printable(text))
 
 
 def render_markdown(result: HarvestResult, console: Console, verbose: bool) -> None:
@@ -118,15 +148,16 @@ def _same_issue(item: Item) -> str:
 
 def render_item(result: ShowResult, console: Console, verbose: bool) -> None:
     """One comment: its score and reasons, the code around it, blame, links, notes."""
+    out = screen(console, verbose)
     from rich.syntax import Syntax
 
     item = result.item
-    console.print(f"[bold]{item.id}[/]  {item.path}:{item.line}  score {item.score}")
+    out.print(f"[bold]{item.id}[/]  {item.path}:{item.line}  score {item.score}")
     for r in item.reasons:
-        console.print(f"  {r.points:+d} {r.why}", markup=False)
+        out.print(f"  {r.points:+d} {r.why}", markup=False)
     lexer_name = _PYGMENTS.get(item.language, "cpp")
     code = "\n".join(result.context)
-    console.print(
+    out.print(
         Syntax(
             code,
             lexer_name,
@@ -139,18 +170,18 @@ def render_item(result: ShowResult, console: Console, verbose: bool) -> None:
     )
     for b in result.blame:
         if b.get("age_days") is not None:
-            console.print(
+            out.print(
                 f"blame: line {b['line']}: {b['commit'][:12]} {b['author']}, "
                 f"{b['age_days']} days ago: {b['summary']}",
                 markup=False,
             )
     if result.links.get("source"):
-        console.print(f"source: {result.links['source']}", markup=False)
+        out.print(f"source: {result.links['source']}", markup=False)
     for issue in result.links.get("issues", []):
         state = f" ({issue['state']}; {', '.join(issue['labels'])})" if issue.get("state") else ""
-        console.print(f"issue: {issue['url']}{state}", markup=False)
+        out.print(f"issue: {issue['url']}{state}", markup=False)
     for note in result.notes:
-        console.print(f"[dim]{note}[/]")
+        out.print(f"[dim]{note}[/]")
 
 
 def _shorten(text: str, width: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from onboard.console import escape
+from onboard.views import screen
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -14,87 +15,88 @@ if TYPE_CHECKING:
 
 
 def render(result: PrResult, console: Console, verbose: bool) -> None:
+    out = screen(console, verbose)
     from rich.rule import Rule
 
     c = result.change
-    console.print(
+    out.print(
         f"[bold]{escape(c.branch)}[/]: {len(c.commits)} commit(s), {len(c.files)} file(s) "
         f"since {escape(c.base)} ({c.merge_base[:12]})"
     )
     if verbose:
         for k in c.commits:
-            console.print(f"  {k.sha[:12]} {escape(k.subject)}")
+            out.print(f"  {k.sha[:12]} {escape(k.subject)}")
         for f in c.files:
-            console.print(f"  {f.status} {escape(f.path)}")
-    console.print(f"Title: {escape(result.title)}")
+            out.print(f"  {f.status} {escape(f.path)}")
+    out.print(f"Title: {escape(result.title)}")
     lint_style = "red" if result.lint.errors else ("green" if result.lint.ran else "yellow")
-    console.print(f"Lint: [{lint_style}]{escape(result.lint.summary())}[/]")
+    out.print(f"Lint: [{lint_style}]{escape(result.lint.summary())}[/]")
     for m in result.lint.messages[: (None if verbose else 10)]:
         where = f"{m.path}:{m.line}" if m.line else m.path
-        console.print(f"  {m.severity} {escape(where)} [{escape(m.code)}] {escape(m.description)}")
+        out.print(f"  {m.severity} {escape(where)} [{escape(m.code)}] {escape(m.description)}")
     if result.tests:
-        console.print("Tests covering the change (not run by onboard):")
+        out.print("Tests covering the change (not run by onboard):")
         for t in result.tests:
             missing = "" if t.present else " [dim](not in this checkout)[/]"
-            console.print(f"  {escape(t.command)}{missing}")
+            out.print(f"  {escape(t.command)}{missing}")
     else:
-        console.print(
+        out.print(
             "[yellow]No test file maps to the changed paths[/]: "
             "say in the test plan how you tested it."
         )
-    console.print(
+    out.print(
         f"Label: [bold]{escape(result.label.label)}[/] ({escape(result.label.reason)}); "
         f"without label rights comment: {escape(result.label.bot_comment)}"
     )
     for h in result.hazards:
-        console.print(
+        out.print(
             f"[bold yellow]Binary compatibility warning[/] ({h.kind}) "
             f"{escape(h.path)}: {escape(h.message)}"
         )
         for line in h.lines:
-            console.print(f"    {escape(line)}")
+            out.print(f"    {escape(line)}")
     if result.unwritten:
-        console.print(
+        out.print(
             f"[bold red]Not written yet[/]: {len(result.unwritten)} part(s) are still as "
             "`onboard new-op` wrote them, and the PR would carry them:"
         )
         for u in result.unwritten:
-            console.print(f"    {escape(u.location)}: {escape(u.what)}")
+            out.print(f"    {escape(u.location)}: {escape(u.what)}")
     if c.uncommitted:
-        console.print(
+        out.print(
             f"[yellow]{len(c.uncommitted)} uncommitted change(s) are NOT in the pull "
             "request[/] (commit them and run `onboard pr` again):"
         )
         for line in c.uncommitted[:20]:
-            console.print(f"    {escape(line)}")
+            out.print(f"    {escape(line)}")
     if result.reviewers:
-        console.print("Reviewers to consider (suggested only; onboard requests no one):")
+        out.print("Reviewers to consider (suggested only; onboard requests no one):")
         for r in result.reviewers:
-            console.print(f"  {escape(r.login)}: {escape(r.why())}")
+            out.print(f"  {escape(r.login)}: {escape(r.why())}")
     for note in result.notes:
-        console.print(f"[yellow]Note:[/] {escape(note)}")
+        out.print(f"[yellow]Note:[/] {escape(note)}")
     if result.draft_backup:
-        console.print(f"Your edited draft was kept as {result.draft_backup}.")
+        out.print(f"Your edited draft was kept as {result.draft_backup}.")
     if result.published is None:
         title = f"{result.draft_path} (dry run: nothing sent)"
-        rule = min(console.width, max(100, len(title) + 8))  # a log has no width to fill
-        console.print(Rule(title), width=rule)
-        console.print(escape(result.draft_text), markup=True, highlight=False)
-        console.print(Rule(), width=rule)
+        rule = min(out.width, max(100, len(title) + 8))  # a log has no width to fill
+        out.print(Rule(title), width=rule)
+        out.print(escape(result.draft_text), markup=True, highlight=False)
+        out.print(Rule(), width=rule)
         issue = f" --issue {result.issue}" if result.issue else ""
         if result.open_blocked:
-            console.print(f"Next: {escape(result.open_blocked)}")
+            out.print(f"Next: {escape(result.open_blocked)}")
         else:
-            console.print(
+            out.print(
                 f"Next: `onboard pr --open{issue}` pushes the branch to your fork "
                 "and opens this as a draft PR."
             )
     else:
         p = result.published
         verb = "Opened draft pull request" if p.action == "created" else "Updated pull request"
-        console.print(f"Draft: {result.draft_path}")
-        console.print(f"Pushed {escape(c.branch)} to {escape(p.remote)} ({escape(p.pushed)}).")
-        console.print(f"[bold green]{verb} #{p.number}[/]: {escape(p.url)}")
-        console.print(f"Add the label with a comment: {escape(result.label.bot_comment)}")
+        out.print(f"Draft: {result.draft_path}")
+        out.print(f"Pushed {escape(c.branch)} to {escape(p.remote)} ({escape(p.pushed)}).")
+        out.print(f"[bold green]{verb} #{p.number}[/]: {escape(p.url)}")
+        out.print(f"Add the label with a comment: {escape(result.label.bot_comment)}")
         for r in result.reminders:
-            console.print(f"  - {escape(r)}")
+            out.print(f"  - {escape(r)}")

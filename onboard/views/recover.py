@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from onboard.console import escape
+from onboard.views import screen
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -13,8 +14,9 @@ if TYPE_CHECKING:
 
 
 def render(result: RecoverResult, console: Console, verbose: bool) -> None:
+    out = screen(console, verbose)
     if result.nothing_to_do:
-        console.print(
+        out.print(
             "Nothing to recover: no interrupted onboard run left a journal in "
             f"{escape(str(result.scope))}, nor an `onboard ab` worktree, nor a program still "
             "running."
@@ -22,21 +24,19 @@ def render(result: RecoverResult, console: Console, verbose: bool) -> None:
         return
     for stopped in result.stopped:
         note = stopped.note()
-        console.print(f"[green]stopped[/]: {escape(note[0].upper() + note[1:])}")
+        out.print(f"[green]stopped[/]: {escape(note[0].upper() + note[1:])}")
     for path in result.swept:
-        console.print(
-            f"[green]removed[/] {escape(str(path))}, left by an `onboard ab` killed outright"
-        )
+        out.print(f"[green]removed[/] {escape(str(path))}, left by an `onboard ab` killed outright")
     for run in result.runs:
         command = f"`onboard {escape(run.command)}` (pid {run.pid})"
         if run.set_aside:
-            console.print(
+            out.print(
                 f"[yellow]unreadable journal[/] {escape(run.journal)}: kept as "
                 f"{escape(run.set_aside)}; nothing was undone from it"
             )
         elif not run.undone:
-            console.print(f"{command} had finished its work; only its journal was left")
+            out.print(f"{command} had finished its work; only its journal was left")
         else:
-            console.print(f"[green]recovered[/] {command}: undid what was still its own")
+            out.print(f"[green]recovered[/] {command}: undid what was still its own")
             for note in run.notes or ["nothing of yours was in its way: all of it is undone"]:
-                console.print(f"  - {escape(note)}")
+                out.print(f"  - {escape(note)}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from onboard.console import escape, printable
 from onboard.units import human_bytes
+from onboard.views import Screen, screen
 from onboard.workflows.reviews.codeowners import NOTIFICATIONS_ONLY
 from onboard.workflows.reviews.comments import Thread
 
@@ -63,7 +64,7 @@ def approved(p: PrView) -> str:
     return "; ".join(parts)
 
 
-def thread(console: Console, t: Thread, indent: str, verbose: bool) -> None:
+def thread(out: Screen, t: Thread, indent: str, verbose: bool) -> None:
     root = t.root
     where = t.path_now or root.path
     renamed = f" (then {root.path})" if root.path != where else ""
@@ -73,107 +74,107 @@ def thread(console: Console, t: Thread, indent: str, verbose: bool) -> None:
         status = f"  [green]still there: {esc(where)}:{t.still_at}[/]"
     else:
         status = "  [yellow]gone from the installed commit[/]"
-    console.print(f"{indent}[bold]#{root.pr}[/] {esc(where + renamed)}{status}")
+    pr = out.link(f"[bold]#{root.pr}[/] {out.path(where)}{esc(renamed)}", root.url)
+    out.print(f"{indent}{pr}{status}")
     hunk = root.anchor()
     for code in (root.context(2) if verbose else []) + hunk[-3:]:
-        console.print(f"{indent}  [dim]| {esc(code)}[/]")
+        out.print(f"{indent}  [dim]| {esc(code)}[/]")
     if t.root_deleted:
-        console.print(f"{indent}  [dim](the comment these reply to was deleted)[/]")
+        out.print(f"{indent}  [dim](the comment these reply to was deleted)[/]")
     for i, c in enumerate(t.comments):
         body = " ".join(c.body.split())
         if len(body) > _BODY_CHARS and not verbose:
             body = body[: _BODY_CHARS - 3] + "..."
         arrow = "" if i == 0 and not t.root_deleted else "-> "
-        console.print(f"{indent}  {arrow}[cyan]{esc(c.user)}[/]: {esc(body)}")
-    if root.url:
-        console.print(f"{indent}  [blue]{esc(root.url)}[/]")
+        out.print(f"{indent}  {arrow}[cyan]{esc(c.user)}[/]: {esc(body)}")
+    out.url(root.url, indent + "  ")
 
 
-def footer(console: Console, notes: list[str], api_summary: str | None) -> None:
+def footer(out: Screen, notes: list[str], api_summary: str | None) -> None:
     if api_summary:
-        console.print(f"\n[dim]GitHub: {esc(api_summary)}[/]")
+        out.print(f"\n[dim]GitHub: {esc(api_summary)}[/]")
     for note in notes:
-        console.print(f"[yellow]Note:[/] {esc(note)}")
+        out.print(f"[yellow]Note:[/] {esc(note)}")
 
 
 def render(r: ReviewsResult, console: Console, verbose: bool) -> None:
+    out = screen(console, verbose)
     what = " ".join(r.query) if r.query else "the files this branch changes"
-    console.print(
+    out.print(
         f"[bold]Reviews of {esc(what)}[/]  ({esc(checkout_line(r.checkout, r.history.since))})"
     )
     if r.history.fetched_now:
-        console.print(f"[dim]fetched history: {human_bytes(r.history.bytes_fetched)}[/]")
-    console.print("\n[bold cyan]Files[/]")
+        out.print(f"[dim]fetched history: {human_bytes(r.history.bytes_fetched)}[/]")
+    out.print("\n[bold cyan]Files[/]")
     for f in r.files:
         lines = ", ".join(f"{a}-{b}" for a, b in f.target.ranges)
         only = f" (lines {lines}: the op's own entry)" if lines else ""
-        console.print(f"  [bold]{esc(f.target.path)}[/]{esc(only)}  [dim]{esc(f.target.why)}[/]")
+        out.print(f"  [bold]{esc(f.target.path)}[/]{esc(only)}  [dim]{esc(f.target.why)}[/]")
         specific = [rule for rule in f.rules if not rule.catch_all]
         for rule in specific:
             people = ", ".join(rule.approved_by)
-            console.print(f"    may approve ({esc(rule.name)}, merge_rules): {esc(people)}")
+            out.print(f"    may approve ({esc(rule.name)}, merge_rules): {esc(people)}")
         catch = [rule.name for rule in f.rules if rule.catch_all]
         if catch:
-            console.print(f"    [dim]and, for every path: {esc(', '.join(catch))}[/]")
+            out.print(f"    [dim]and, for every path: {esc(', '.join(catch))}[/]")
         if f.owners is not None and f.owners.owners:
-            console.print(
+            out.print(
                 f"    [dim]notified (CODEOWNERS {esc(f.owners.pattern)}): "
                 f"{esc(' '.join(f.owners.owners))}[/]"
             )
     if any(f.owners and f.owners.owners for f in r.files):
-        console.print(f"  [dim]{esc(NOTIFICATIONS_ONLY)}[/]")
+        out.print(f"  [dim]{esc(NOTIFICATIONS_ONLY)}[/]")
     limit = f"at most {r.limit}" + (f", since {r.since}" if r.since else "")
-    console.print(f"\n[bold cyan]Landed pull requests, newest first ({esc(limit)})[/]")
+    out.print(f"\n[bold cyan]Landed pull requests, newest first ({esc(limit)})[/]")
     if not r.prs:
-        console.print("  none in this history")
+        out.print("  none in this history")
     for p in r.prs:
         here = f"  [dim]{p.comments_here} comment(s) here[/]" if p.comments_here else ""
-        console.print(f"  {esc(pr_line(p))}{here}")
+        out.print(f"  {out.link(esc(pr_line(p)), p.url or p.commit_url)}{here}")
         detail = approved(p)
         if detail:
-            console.print(f"      [dim]{esc(detail)}[/]")
-        link = p.url or (p.commit_url if verbose else None)
-        if link:
-            console.print(f"      [blue]{esc(link)}[/]")
+            out.print(f"      [dim]{esc(detail)}[/]")
+        out.url(p.url or (p.commit_url if verbose else None), "      ")
     if r.approvals:
-        console.print("\n[bold cyan]Who approved these (from the commits' Approved by: lines)[/]")
+        out.print("\n[bold cyan]Who approved these (from the commits' Approved by: lines)[/]")
         for a in r.approvals[: None if verbose else 10]:
             last = f"#{a.last_pr}, " if a.last_pr else ""
-            console.print(f"  {esc(a.login)}  {a.count}x  [dim](last {last}{a.last_date})[/]")
-    _threads(r, console, verbose)
+            out.print(f"  {esc(a.login)}  {a.count}x  [dim](last {last}{a.last_date})[/]")
+    _threads(r, out, verbose)
     summary = r.api.summary() if r.api and (r.api.requests or r.api.from_cache) else None
-    footer(console, r.notes, summary)
+    footer(out, r.notes, summary)
 
 
-def _threads(r: ReviewsResult, console: Console, verbose: bool) -> None:
+def _threads(r: ReviewsResult, out: Screen, verbose: bool) -> None:
     title = "Review comments on these files, by reviewer"
     if r.reviewer:
         title += f" ({r.reviewer} only)"
-    console.print(f"\n[bold cyan]{esc(title)}[/]")
+    out.print(f"\n[bold cyan]{esc(title)}[/]")
     if not r.threads:
-        console.print("  none (or not fetched: see the notes)")
+        out.print("  none (or not fetched: see the notes)")
         return
     by_user: dict[str, list[Thread]] = {}
     for t in r.threads:
         by_user.setdefault(t.root.user, []).append(t)
     shown = 0
     for user, items in sorted(by_user.items(), key=lambda kv: -len(kv[1])):
-        console.print(f"  [bold]{esc(user)}[/] ({len(items)} thread(s))")
+        out.print(f"  [bold]{esc(user)}[/] ({len(items)} thread(s))")
         for t in items:
             if not verbose and shown >= 12:
                 break
-            thread(console, t, "    ", verbose)
+            thread(out, t, "    ", verbose)
             shown += 1
     hidden = len(r.threads) - shown
     if hidden > 0:
-        console.print(f"  [dim]... {hidden} more thread(s): -v shows all, --json lists them[/]")
+        out.print(f"  [dim]... {hidden} more thread(s): -v shows all, --json lists them[/]")
 
 
 def sync(r: SyncResult, console: Console, verbose: bool) -> None:
+    out = screen(console, verbose)
     what = " ".join(r.query) if r.query else "the files this branch changes"
-    console.print(f"[bold]Synced reviews of {esc(what)}[/]  ({len(r.files)} file(s))")
+    out.print(f"[bold]Synced reviews of {esc(what)}[/]  ({len(r.files)} file(s))")
     if r.history.fetched_now:
-        console.print(
+        out.print(
             f"fetched history since {r.history.since}: {human_bytes(r.history.bytes_fetched)}"
         )
     counts: dict[str, int] = {}
@@ -188,14 +189,14 @@ def sync(r: SyncResult, console: Console, verbose: bool) -> None:
         "missing": "not fetched",
     }
     parts = [f"{n} {words.get(k, k)}" for k, n in sorted(counts.items())]
-    console.print(f"{len(r.prs)} pull request(s): {', '.join(parts) or 'none'}")
+    out.print(f"{len(r.prs)} pull request(s): {', '.join(parts) or 'none'}")
     for p in r.prs:
         if verbose or p.problem or p.source == "missing":
             problem = f"  [yellow]{esc(p.problem)}[/]" if p.problem else ""
-            console.print(f"  #{p.pr}: {p.comments} comment(s), {p.reviews} review(s){problem}")
-    footer(console, r.notes, r.api.summary())
+            out.print(f"  #{p.pr}: {p.comments} comment(s), {p.reviews} review(s){problem}")
+    footer(out, r.notes, r.api.summary())
     if r.exit_code:
-        console.print(
+        out.print(
             "[yellow]Not everything was fetched;[/] what was is kept: run the same command "
             "again to go on."
         )

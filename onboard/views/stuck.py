@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onboard.workflows.opsource.paths import SourceLoc
+from onboard.views import Screen, screen
 from onboard.workflows.stuck.model import HOLDS_GIL, NATIVE, WAITS_GIL, Frame, Picture, Thread
 from onboard.workflows.stuck.result import Snapshot, StuckResult
 
@@ -25,71 +25,68 @@ def _esc(text: str) -> str:
 
 
 def render_result(result: StuckResult, console: Console, verbose: bool) -> None:
+    out = screen(console, verbose)
     for snap in result.snapshots[result.printed :]:
         render_snapshot(snap, console, verbose)
-    console.print(f"\n[bold]{_esc(result.target)}[/]: {_esc(result.ended or '')}")
+    out.print(f"\n[bold]{_esc(result.target)}[/]: {_esc(result.ended or '')}")
     for note in result.notes:
-        console.print(f"[yellow]Note:[/] {_esc(note)}")
+        out.print(f"[yellow]Note:[/] {_esc(note)}")
 
 
 def render_snapshot(snap: Snapshot, console: Console, verbose: bool) -> None:
+    out = screen(console, verbose)
     paused = (
         f"; each process was paused at most {snap.paused:.2f} s while it was read"
         if snap.paused is not None
         else "; no pause was seen"
     )
-    console.print(
+    out.print(
         f"\n[bold cyan]Snapshot[/] after {snap.after:.1f} s: {_esc(snap.reason)}\n"
         f"[dim]{len(snap.pictures)} process(es) read by {_esc(', '.join(snap.tools) or 'no tool')}"
         f" in {snap.seconds:.2f} s{paused}[/]"
     )
     if not snap.diagnoses:
-        console.print(
+        out.print(
             "\n[yellow]No known wait was recognised[/] (DataLoader, collective, GIL, busy "
             "thread, callback lock, Python deadlock, child process, CUDA): read the threads "
             "below."
         )
     for number, diag in enumerate(snap.diagnoses, 1):
-        console.print(f"\n[bold red]{number}. {_esc(diag.title)}[/]")
+        out.print(f"\n[bold red]{number}. {_esc(diag.title)}[/]")
         if not diag.checked:
-            console.print(f"   [yellow]not checked:[/] {_esc(diag.unchecked_why)}")
+            out.print(f"   [yellow]not checked:[/] {_esc(diag.unchecked_why)}")
         for line in diag.evidence:
-            console.print(f"   {_esc(line)}")
-        console.print(f"   [bold]what it means[/]: {_esc(diag.meaning)}")
+            out.print(f"   {_esc(line)}")
+        out.print(f"   [bold]what it means[/]: {_esc(diag.meaning)}")
         for step in diag.try_next:
-            console.print(f"   [bold]try[/]: {_esc(step)}")
+            out.print(f"   [bold]try[/]: {_esc(step)}")
         shown: set[str] = set()
         for site in diag.sites:
             if site.label not in shown:  # two workers blocked on one line: shown once
-                _site(console, site, "   ")
+                out.place(site, "   ")
             shown.add(site.label)
     for picture in snap.pictures:
-        _process(console, picture, verbose)
+        _process(out, picture, verbose)
     for skipped in snap.skipped:
-        console.print(f"[dim]process {_esc(skipped)}[/]")
+        out.print(f"[dim]process {_esc(skipped)}[/]")
 
 
-def _site(console: Console, loc: SourceLoc, indent: str) -> None:
-    console.print(f"{indent}[bold]{_esc(loc.label + loc.status)}[/]")
-    if loc.text:
-        console.print(f"{indent}  [dim]{_esc(loc.text.strip())}[/]")
-    if loc.url:
-        console.print(f"{indent}  [blue]{_esc(loc.url)}[/]")
-
-
-def _process(console: Console, picture: Picture, verbose: bool) -> None:
+def _process(out: Screen, picture: Picture, verbose: bool) -> None:
     kind = "" if picture.python else " [dim](not Python: threads from /proc)[/]"
-    console.print(
-        f"\n[bold]{_esc(picture.role)}[/] pid {picture.pid}: {_esc(picture.command[:160])}" + kind
-    )
+    # A terminal gets the first 400 characters (a few wrapped lines, not a screenful of
+    # arguments); a pipe and -v the whole command line.
+    command = picture.command
+    if out.is_terminal and not verbose and len(command) > 400:
+        command = command[:400] + " ..."
+    out.print(f"\n[bold]{_esc(picture.role)}[/] pid {picture.pid}: {_esc(command)}" + kind)
     if picture.error:
-        console.print(f"  [yellow]{_esc(picture.error)}[/]")
+        out.print(f"  [yellow]{_esc(picture.error)}[/]")
         return
     for thread in picture.threads:
-        _thread(console, thread, verbose)
+        _thread(out, thread, verbose)
 
 
-def _thread(console: Console, thread: Thread, verbose: bool) -> None:
+def _thread(out: Screen, thread: Thread, verbose: bool) -> None:
     gil = {HOLDS_GIL: " [holds the GIL]", WAITS_GIL: " [waits for the GIL]"}.get(
         thread.gil or "", ""
     )
@@ -100,12 +97,12 @@ def _thread(console: Console, thread: Thread, verbose: bool) -> None:
         state = f" {'busy: ' if thread.busy else ''}{share:.0%} CPU"
     if thread.syscall is not None:
         state += f", in {thread.syscall.label}"
-    console.print(f"  thread {thread.tid}{_esc(name)}{_esc(gil)}[dim]{_esc(state)}[/]")
+    out.print(f"  thread {thread.tid}{_esc(name)}{_esc(gil)}[dim]{_esc(state)}[/]")
     frames = thread.frames if verbose else _worth_showing(thread)
     if not frames and thread.syscall is None:
-        console.print("    [dim](no Python frames and no frame of torch's)[/]")
+        out.print("    [dim](no Python frames and no frame of torch's)[/]")
     for frame in frames:
-        _frame(console, frame, verbose)
+        _frame(out, frame, verbose)
 
 
 def _worth_showing(thread: Thread) -> list[Frame]:
@@ -119,22 +116,21 @@ def _worth_showing(thread: Thread) -> list[Frame]:
     return keep
 
 
-def _frame(console: Console, frame: Frame, verbose: bool) -> None:
+def _frame(out: Screen, frame: Frame, verbose: bool) -> None:
     if frame.kind == NATIVE:
         lib = (frame.library or "").rsplit("/", 1)[-1]
         name = (
             frame.function if verbose or len(frame.function) < 140 else frame.function[:137] + "..."
         )
-        console.print(f"    [magenta]{_esc(name)}[/] [dim]{_esc(lib)}[/]")
+        out.print(f"    [magenta]{_esc(name)}[/] [dim]{_esc(lib)}[/]")
         if frame.where is not None:
-            console.print(f"      -> {_esc(frame.where.label + frame.where.status)}")
-            if frame.where.url:
-                console.print(f"         [blue]{_esc(frame.where.url)}[/]")
+            out.print(f"      -> {out.loc(frame.where)}")
+            out.url(frame.where.url, "         ")
         if frame.note and (verbose or frame.where is not None):
-            console.print(f"      [dim]{_esc(frame.note)}[/]")
+            out.print(f"      [dim]{_esc(frame.note)}[/]")
         return
     where = frame.where.label if frame.where is not None else f"{frame.file}:{frame.line}"
-    console.print(f"    {_esc(where)} in {_esc(frame.function)}")
+    out.print(f"    {_esc(where)} in {_esc(frame.function)}")
     text = frame.text or (frame.where.text.strip() if frame.where and frame.where.text else "")
     if text:
-        console.print(f"      [dim]{_esc(text)}[/]")
+        out.print(f"      [dim]{_esc(text)}[/]")

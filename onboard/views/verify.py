@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onboard.console import status_table
+from onboard.console import STATUS_STYLE, escape
+from onboard.views import screen
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -14,16 +15,24 @@ if TYPE_CHECKING:
 
 
 def render(result: VerifyResult, console: Console, verbose: bool) -> None:
-    rows = [(c.name, c.status, c.detail) for c in result.checks]
-    console.print(status_table(f"onboard verify: {result.workspace}", rows))
+    out = screen(console, verbose)
+    rows = [
+        (
+            escape(c.name),
+            f"[{STATUS_STYLE.get(c.status, 'cyan')}]{escape(c.status)}[/]",
+            escape(c.detail),
+        )
+        for c in result.checks
+    ]
+    out.table(("check", "result", "detail"), rows, title=f"onboard verify: {result.workspace}")
     n = result.counts()
     if result.tree_changed:
-        console.print(
+        out.print(
             f"The checkout changed while it was read ({result.tree_changed}), so nothing "
             "passed: run `nox -s verify` again once it stays put."
         )
         return
-    console.print(
+    out.print(
         f"{n['passed']} passed, {n['failed']} failed, {n['not_checked']} not checked"
         + ("" if result.ok else " - fix the failed checks and run `nox -s verify` again.")
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from onboard.console import escape
+from onboard.views import Screen, screen
 from onboard.workflows.opsource.native_yaml import DERIVATIVES, NATIVE_FUNCTIONS
 from onboard.workflows.reviews import hint
 
@@ -29,64 +30,65 @@ _ROLES = {
 
 
 def render(result: WhereResult, console: Console, verbose: bool) -> None:
-    console.print(
+    out = screen(console, verbose)
+    out.print(
         f"[bold]{escape(result.query)}[/] -> aten::{escape(result.op)}  "
         f"(commit {escape((result.commit or 'unknown')[:12])}, {escape(result.checkout_kind)} "
         f"checkout {escape(result.checkout)})"
     )
-    _entry_points(result, console, verbose)
-    _yaml(result, console, verbose)
-    _dispatch(result, console, verbose)
-    _kernels(result, console, verbose)
+    _entry_points(result, out, verbose)
+    _yaml(result, out, verbose)
+    _dispatch(result, out, verbose)
+    _kernels(result, out, verbose)
     if result.derivatives:
-        console.print(f"\n[bold cyan]{DERIVATIVES}[/]")
+        out.print(f"\n[bold cyan]{DERIVATIVES}[/]")
         for d in result.derivatives:
-            _place(console, verbose, d.name, d.location)
+            _place(out, verbose, d.name, d.location)
             for key, formula in d.formulas.items():
-                console.print(f"      [dim]{escape(key)}: {escape(formula)}[/]")
+                out.print(f"      [dim]{escape(key)}: {escape(formula)}[/]")
             if d.output_differentiability is not None:
                 flags = ", ".join(str(v) for v in d.output_differentiability)
-                console.print(f"      [dim]output_differentiability: {escape(f'[{flags}]')}[/]")
+                out.print(f"      [dim]output_differentiability: {escape(f'[{flags}]')}[/]")
     if result.opinfo:
-        console.print("\n[bold cyan]OpInfo (the op's tests)[/]")
+        out.print("\n[bold cyan]OpInfo (the op's tests)[/]")
         for o in result.opinfo:
-            _place(console, verbose, "", o)
+            _place(out, verbose, "", o)
     if result.decomposes_to:
-        console.print(
+        out.print(
             "\n[dim]On meta tensors the call runs as: "
             + escape(", ".join(result.decomposes_to))
             + "[/]"
         )
     for note in result.notes:
-        console.print(f"\n[yellow]Note:[/] {escape(note)}")
+        out.print(f"\n[yellow]Note:[/] {escape(note)}")
     for limit in result.limitations:
-        console.print(f"\n[yellow]Limitation:[/] {escape(limit)}")
+        out.print(f"\n[yellow]Limitation:[/] {escape(limit)}")
     reviews = hint.line(op=result.query)
     if reviews:
-        console.print(f"\n[dim]{escape(reviews)}[/]")
+        out.print(f"\n[dim]{escape(reviews)}[/]")
 
 
-def _place(
-    console: Console, verbose: bool, label: str, loc: SourceLoc | None, extra: str = ""
-) -> None:
+def _place(out: Screen, verbose: bool, label: str, loc: SourceLoc | None, extra: str = "") -> None:
     """A labelled place: its line, the line's text, onboard's copy and its link."""
     if loc is None:
-        console.print(f"  {escape(label)}{escape(extra)}")
+        out.print(f"  {escape(label)}{escape(extra)}")
         return
-    where = loc.label + loc.status
-    console.print(f"  {escape(label)}  [bold]{escape(where)}[/]{escape(extra)}")
+    out.print(f"  {escape(label)}  {out.loc(loc)}{escape(extra)}")
     if loc.text and (verbose or not loc.generated or loc.local):
-        console.print(f"      [dim]{escape(loc.text.strip())}[/]")
+        out.print(f"      [dim]{escape(loc.text.strip())}[/]")
     if loc.copy:
-        console.print(f"      onboard's regenerated copy: {escape(loc.copy)}")
-    if loc.url:
-        console.print(f"      [blue]{escape(loc.url)}[/]")
+        out.print(f"      onboard's regenerated copy: {out.path(loc.copy)}")
+    out.url(loc.url, "      ")
 
 
-def _entry_points(result: WhereResult, console: Console, verbose: bool) -> None:
+def _at(out: Screen, loc: SourceLoc) -> str:
+    return out.path(loc.path, loc.line, loc.url)
+
+
+def _entry_points(result: WhereResult, out: Screen, verbose: bool) -> None:
     if not result.entry_points:
         return
-    console.print("\n[bold cyan]Python entry points[/]")
+    out.print("\n[bold cyan]Python entry points[/]")
     for e in result.entry_points:
         reaches = ", ".join(e.top_ops) or "?"
         extra = f"  -> {reaches}"
@@ -95,24 +97,24 @@ def _entry_points(result: WhereResult, console: Console, verbose: bool) -> None:
         ]:
             extra += f" (runs {', '.join(e.dispatched)})"
         if e.source is not None:
-            _place(console, verbose, e.name, e.source, extra)
+            _place(out, verbose, e.name, e.source, extra)
         else:
-            console.print(f"  {escape(e.name)}  [dim]{escape(e.kind)}[/]{escape(extra)}")
+            out.print(f"  {escape(e.name)}  [dim]{escape(e.kind)}[/]{escape(extra)}")
             if e.binding:
-                console.print(f"      [dim]binding: {escape(e.binding)}[/]")
+                out.print(f"      [dim]binding: {escape(e.binding)}[/]")
         if not e.top_ops:  # "?": say why no op was recorded
             why = (
                 f"the call on meta tensors failed: {e.call_error}"
                 if e.call_error
                 else "the call on meta tensors reached no aten op"
             )
-            console.print(f"      [dim]? = not recorded: {escape(why)}[/]")
+            out.print(f"      [dim]? = not recorded: {escape(why)}[/]")
         elif e.call_error and verbose:
-            console.print(f"      [dim]meta call: {escape(e.call_error)}[/]")
+            out.print(f"      [dim]meta call: {escape(e.call_error)}[/]")
 
 
-def _yaml(result: WhereResult, console: Console, verbose: bool) -> None:
-    console.print(f"\n[bold cyan]{NATIVE_FUNCTIONS}[/]")
+def _yaml(result: WhereResult, out: Screen, verbose: bool) -> None:
+    out.print(f"\n[bold cyan]{NATIVE_FUNCTIONS}[/]")
     for y in result.yaml_entries:
         facts = [y.kind]
         if y.variants:
@@ -129,16 +131,15 @@ def _yaml(result: WhereResult, console: Console, verbose: bool) -> None:
             )
         if y.tags:
             facts.append("tags: " + ", ".join(y.tags))
-        console.print(f"  [bold]{escape(y.location.label)}[/]  {escape(y.schema)}")
-        console.print(f"      [dim]{escape('; '.join(facts))}[/]")
-        if y.location.url:
-            console.print(f"      [blue]{escape(y.location.url)}[/]")
+        out.print(f"  {out.loc(y.location, status=False)}  {escape(y.schema)}")
+        out.print(f"      [dim]{escape('; '.join(facts))}[/]")
+        out.url(y.location.url, "      ")
 
 
-def _dispatch(result: WhereResult, console: Console, verbose: bool) -> None:
+def _dispatch(result: WhereResult, out: Screen, verbose: bool) -> None:
     if not result.dispatch:
         return
-    console.print("\n[bold cyan]Dispatch table (live, from the installed binary)[/]")
+    out.print("\n[bold cyan]Dispatch table (live, from the installed binary)[/]")
     # An inactive kernel is shown when a Python kernel shadows it (that is news:
     # the C++ one is not what runs); other inactive ones with -v.
     shown = [r for r in result.dispatch if verbose or not r.inactive or r.shadowed_by]
@@ -153,27 +154,29 @@ def _dispatch(result: WhereResult, console: Console, verbose: bool) -> None:
         extra = f"  {first.implementation}" if first.implementation else ""
         if first.shadowed_by:
             extra += f"  (not run: {first.shadowed_by})"
-        _place(console, verbose, f"{first.key} ({ops}):", first.location, extra)
+        _place(out, verbose, f"{first.key} ({ops}):", first.location, extra)
         if first.registered_at is not None and first.registered_at.generated:
-            console.print(
+            out.print(
                 "      [dim]registered in the TORCH_LIBRARY_IMPL block at "
-                f"{escape(first.registered_at.label)} (the line the binary names)[/]"
+                f"{_at(out, first.registered_at)} (the line the binary names)[/]"
             )
         elif first.registered_at is not None:
             via = f" (torch._decomp's {first.via} table)" if first.via else ""
-            console.print(
+            out.print(
                 f"      [dim]a Python kernel{escape(via)}, registered through the "
-                f"torch.library.Library at {escape(first.registered_at.label)}[/]"
+                f"torch.library.Library at {_at(out, first.registered_at)}[/]"
             )
+        if first.registered_at is not None:
+            out.url(first.registered_at.url, "      ")
 
 
-def _kernels(result: WhereResult, console: Console, verbose: bool) -> None:
+def _kernels(result: WhereResult, out: Screen, verbose: bool) -> None:
     if result.kernels or result.kernels_not_found:
-        console.print("\n[bold cyan]Kernels in the checkout[/]")
+        out.print("\n[bold cyan]Kernels in the checkout[/]")
         for k in result.kernels:
             keys = f" [{', '.join(k.keys)}]" if k.keys else ""
             _place(
-                console,
+                out,
                 verbose,
                 f"{_ROLES.get(k.role, k.role)} {k.name}{keys}",
                 k.location,
@@ -183,4 +186,4 @@ def _kernels(result: WhereResult, console: Console, verbose: bool) -> None:
         missing = "; ".join(
             f"{name} ({', '.join(keys)})" for name, keys in result.kernels_not_found.items()
         )
-        console.print(f"  [dim]not found in this checkout: {escape(missing)}[/]")
+        out.print(f"  [dim]not found in this checkout: {escape(missing)}[/]")
