@@ -60,9 +60,6 @@ def spec(
 
 def to_json(value: Any) -> Any:
     """``value`` as JSON-ready data: dicts, lists, strings, numbers, booleans, None."""
-    own = getattr(value, "to_json", None)
-    if callable(own) and not isinstance(value, type):  # TRANSITION: removed when none is left
-        return own()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _dataclass(value)
     if isinstance(value, enum.Enum):

@@ -362,3 +362,19 @@ def test_the_request_check_finds_a_splat(tmp_path: Path) -> None:
     [problems] = _entry_calls(command).values()
     assert "splats its options into where" in problems
     assert "where's first argument is not a request object" in problems
+
+
+def test_every_answer_serialises_through_the_one_serialiser() -> None:
+    """No class writes its own ``to_json``: the JSON of a result is its dataclass
+    fields through onboard/jsonable.py (field metadata, ``json_extra``)."""
+    own = [
+        f"{name}.{node.name}"
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+        and any(
+            isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "to_json"
+            for item in node.body
+        )
+    ]
+    assert own == []
