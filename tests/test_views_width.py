@@ -136,8 +136,10 @@ def assert_fits(raw: str, whole: str, width: int) -> None:
     logical = [ln for ln in visible(whole) if ln.strip()]
     k, current = 0, None
     for line in (ln for ln in lines if ln.strip()):
-        if k < len(logical) and _indent(line) == _indent(logical[k]) and _same_start(
-            line, logical[k]
+        if (
+            k < len(logical)
+            and _indent(line) == _indent(logical[k])
+            and _same_start(line, logical[k])
         ):
             current, k = logical[k], k + 1
             continue
