@@ -56,6 +56,9 @@ COMMANDS: dict[str, CommandInfo] = {
     "where": CommandInfo(
         "onboard.commands.where:where", "Where an op lives, from Python down to its kernel."
     ),
+    "tests": CommandInfo(
+        "onboard.commands.tests:tests_", "Which of PyTorch's tests cover my change; run them."
+    ),
     "trace": CommandInfo(
         "onboard.commands.trace:trace", "The ops a program ran, nested, with their kernels."
     ),
