@@ -153,9 +153,7 @@ class OpMapper:
             else:
                 # A body ends at its closing brace in column 0 (ATen does not indent
                 # namespace bodies): a comment after it belongs to no kernel.
-                close = next(
-                    (n for n in range(line + 1, end) if rows[n - 1].startswith("}")), None
-                )
+                close = next((n for n in range(line + 1, end) if rows[n - 1].startswith("}")), None)
                 end = close + 1 if close is not None else end
             out.append((kind, line, max(end, line + 1), name, args))
         return out
