@@ -88,5 +88,9 @@ def bench(session: nox.Session) -> None:
     # would otherwise count against onboard.
     _install(session, "test", editable=False)
     names = session.posargs or sorted(p.stem for p in (ROOT / "bench").glob("bench_*.py"))
+    # PYTHONSAFEPATH: a `python -m onboard` a benchmark starts from the repository
+    # root must import the installed wheel, not the source tree beside it (whose
+    # onboard/ has no templates/ or tasks/ inside: those ship through pyproject's
+    # package-dir mapping).
     for name in names:
-        session.run("python", str(ROOT / "bench" / f"{name}.py"))
+        session.run("python", str(ROOT / "bench" / f"{name}.py"), env={"PYTHONSAFEPATH": "1"})

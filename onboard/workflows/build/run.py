@@ -17,7 +17,7 @@ from onboard.shell import quote
 from onboard.workflows.build.log import FirstError, first_error, parse_progress
 from onboard.workflows.build.parts import by_name
 from onboard.workflows.build.plan import BuildPlan
-from onboard.workflows.build.verify import (
+from onboard.workflows.build.import_check import (
     IdeChange,
     Imported,
     PostCheck,

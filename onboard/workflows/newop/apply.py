@@ -2,7 +2,7 @@
 
 The checkout must have no uncommitted changes to tracked files (they would be
 carried onto the new branch and into the scaffold commit). Everything runs in
-the caller's workspace transaction (``onboard/transaction.py``): any failure,
+the caller's workspace transaction (``onboard/transaction/``): any failure,
 Ctrl-C or SIGTERM included, switches back to the branch (or detached commit)
 the user was on, deletes the new branch and removes exactly the files and
 folders this run created. Untracked files of the user are never touched: a
