@@ -44,6 +44,9 @@ COMMANDS: dict[str, CommandInfo] = {
     "compile": CommandInfo(
         "onboard.commands.compile:compile_", "What torch.compile did: breaks, recompiles, cost."
     ),
+    "memory": CommandInfo(
+        "onboard.commands.memory:memory", "Memory that grows every step: its line and holder."
+    ),
     "doctor": CommandInfo(
         "onboard.commands.doctor:doctor", "What torch is here, and what is wrong with it."
     ),
