@@ -19,6 +19,11 @@ from onboard.tasks.build import build  # noqa: E402
 
 __all__ += ["build"]
 
+# --- onboard tests --run: the venv OpInfo samples run in (tasks/opinfo.py) ---
+from onboard.tasks.opinfo import opinfo  # noqa: E402
+
+__all__ += ["opinfo"]
+
 
 @nox.session(python=False, name="verify")
 def verify(session: nox.Session) -> None:

@@ -231,17 +231,16 @@ class _Judge:
         self.cache.mkdir(parents=True, exist_ok=True)
         self.stub = f"{name}_stub"
 
-    def compile_and_judge(self) -> list[Step]:
-        start = time.monotonic()
+    def compile_request(self, build: Path, check: str) -> dict[str, Any]:
+        """What the compile child builds (the learner's CPU kernel and the glue that
+        registers it as ``onboard_practice::NAME``) and which of its checks it runs:
+        "oracle" here, "opinfo" for `onboard tests --run` (workflows/tests/run.py)."""
         cpu = self.files.get("CPU kernel", "")
-        if not (self.checkout / cpu).is_file():
-            return [Step(COMPILE_STEP, FAILED, f"{cpu} is missing", cpu)]
-        build = self.cache / "build"
         glue = build / "glue"
         renamed = f"onboard_practice_{self.stub}"
-        request = {
+        return {
             "module": f"onboard_practice_{self.name}",
-            "check": "oracle",
+            "check": check,
             "name": self.name,
             "kind": self.manifest.family.kind,
             "sources": [
@@ -258,6 +257,13 @@ class _Judge:
             "include_paths": [],
             "build_dir": str(build),
         }
+
+    def compile_and_judge(self) -> list[Step]:
+        start = time.monotonic()
+        cpu = self.files.get("CPU kernel", "")
+        if not (self.checkout / cpu).is_file():
+            return [Step(COMPILE_STEP, FAILED, f"{cpu} is missing", cpu)]
+        request = self.compile_request(self.cache / "build", "oracle")
         loaded = build_and_load(self.env, request, self.checkout, cpu, start)
         if isinstance(loaded, Step):
             return [loaded]
@@ -328,3 +334,13 @@ def practice_ops(ws: Workspace) -> tuple[list[str], list[str]]:
         cpu = manifest.files.get("CPU kernel")
         (present if cpu and (ws.checkout_path / cpu).is_file() else absent).append(name)
     return present, absent
+
+
+def practice_compile_request(
+    ws: Workspace, name: str, env: Env, build: Path, check: str
+) -> tuple[dict[str, Any], str]:
+    """(the compile child's request for the practice kernel of ``name``, built in
+    ``build`` against ``env``'s torch, running its ``check``; the CPU kernel's path):
+    what `onboard tests --run` builds, the very compile verify's judge makes."""
+    judge = _Judge(ws, name, Reporter(), env)
+    return judge.compile_request(build, check), judge.files.get("CPU kernel", "")
