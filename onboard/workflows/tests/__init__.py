@@ -21,7 +21,10 @@ from onboard.workflows.tests import opinfo, ops, select
 from onboard.workflows.tests.request import TestsRequest
 from onboard.workflows.tests.result import ChangedOp, Selection, TestsResult
 
-__all__ = ["Selection", "TestsRequest", "TestsResult", "select_change", "tests"]
+__all__ = [
+    "Selection", "TestsRequest", "TestsResult", "per_file", "select_change", "select_files",
+    "tests",
+]  # fmt: skip
 
 # Python files whose functions are ops' Python twins: a changed `def trunc` there is
 # the op trunc (its ref, decomposition or meta function).
@@ -90,14 +93,36 @@ def select_change(ctx: TreeContext, request: TestsRequest) -> Selection:
     else:
         source = "branch"
         base, files, lines, diffs = _branch_change(ctx, request.base)
-    index = opinfo.load(ctx.python, ctx.ws.torch_version, ctx.reporter)
+    return select_files(ctx, source, base, files, lines, diffs, ops_asked=request.ops, notes=notes)
+
+
+def select_files(
+    ctx: TreeContext,
+    source: str,
+    base: str | None,
+    files: list[tuple[str, str]],
+    lines: dict[str, set[int] | None],
+    diffs: dict[str, str],
+    *,
+    ops_asked: tuple[str, ...] = (),
+    notes: list[str] | None = None,
+) -> Selection:
+    """The selection for ``files`` ((status, path)), their changed ``lines`` (None: the
+    whole file) and ``diffs`` (each file's part of a ``git diff -U0``): what
+    `onboard pr`'s test plan asks for its change too."""
+    checkout = ctx.checkout
+    notes = notes if notes is not None else []
+    if ops_asked or any(_names_ops(p) for s, p in files if s != "D"):
+        index = opinfo.load(ctx.python, ctx.ws.torch_version, ctx.reporter)
+    else:
+        index = opinfo.OpInfoIndex([], warm=True)  # no op to name: op_db is not read
     if not index.readable:
         notes.append(
             f"The OpInfo database could not be read with {ctx.python} ({index.error}); "
             "ops are named by their yaml entry, and the OpInfo-driven tests without "
             "their entries. It needs numpy and expecttest besides torch."
         )
-    changed = _changed_ops(ctx, request, files, lines, index, notes)
+    changed = _changed_ops(ctx, ops_asked, files, lines, index, notes)
     picker = select.Picker(checkout)
     select.add_op_tests(picker, changed, index)
     for status, path in files:
@@ -182,10 +207,10 @@ def _branch_change(
     lines: dict[str, set[int] | None] = dict(ops.changed_lines(diff))
     for _s, p in files:
         lines.setdefault(p, None)
-    return base, files, lines, _per_file(diff)
+    return base, files, lines, per_file(diff)
 
 
-def _per_file(diff: str) -> dict[str, str]:
+def per_file(diff: str) -> dict[str, str]:
     out: dict[str, str] = {}
     current = None
     for line in diff.splitlines(keepends=True):
@@ -199,9 +224,13 @@ def _per_file(diff: str) -> dict[str, str]:
     return out
 
 
+def _names_ops(path: str) -> bool:
+    return ops.is_kernel_file(path) or ops.is_yaml(path) or path.startswith(_PY_OP_FILES)
+
+
 def _changed_ops(
     ctx: TreeContext,
-    request: TestsRequest,
+    ops_asked: tuple[str, ...],
     files: list[tuple[str, str]],
     lines: dict[str, set[int] | None],
     index: opinfo.OpInfoIndex,
@@ -209,7 +238,7 @@ def _changed_ops(
 ) -> list[ChangedOp]:
     hits: dict[str, list[str]] = {}
     opinfo_names: dict[str, list[str]] = {}
-    for name in request.ops:
+    for name in ops_asked:
         entries = index.named(name)
         if not entries and index.readable:
             raise BadInput(

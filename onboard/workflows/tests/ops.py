@@ -83,6 +83,9 @@ class OpMapper:
         rows = self._yaml_lines if path == NATIVE_FUNCTIONS else self._deriv_lines
         hits: dict[str, OpHit] = {}
         what = "native_functions.yaml" if path == NATIVE_FUNCTIONS else "derivatives.yaml"
+        if lines is not None:  # a blank line between entries belongs to neither
+            text = scan.read(self.checkout / path).splitlines()
+            lines = {ln for ln in lines if ln > len(text) or text[ln - 1].strip()}
         for line, name in _entries_at(rows, lines):
             base = name if path == NATIVE_FUNCTIONS else self.yaml.base_of(name)
             hits.setdefault(base, OpHit(base)).via.append(f"{what}:{line} ({name})")

@@ -212,7 +212,7 @@ def add_path_rules(picker: Picker, path: str, status: str, diff: str) -> None:
         )
     for prefix, suite in PACKAGE_SUITES:
         if path.startswith(prefix) and (not picker.full or picker.present(suite)):
-            picker.add(suite, 75, f"the suite of {prefix.rstrip('/')}")
+            picker.add(suite, 75, f"suite owning {prefix.rstrip('/')}")
     if not picker.full:
         return
     for suite in _named_tests(path):
