@@ -136,6 +136,37 @@ def test_breaks_are_the_ones_torch_logs_with_their_counts(corpus_run: Any) -> No
     assert "printing from compiled code" in stderr and "corpus done" in stderr
 
 
+def logged_hints(lines: list[str]) -> dict[tuple[str, int, str], list[str]]:
+    """The "Hint:" lines torch logged for each break, the first time it logged it."""
+    found: dict[tuple[str, int, str], list[str]] = {}
+    current: tuple[str, int] | None = None
+    hints: list[str] = []
+    for line in lines:
+        at = _AT.match(line)
+        if at:
+            current, hints = (at[1], int(at[2])), []
+            continue
+        if current is not None and line.strip().startswith("Hint: "):
+            hints.append(line.strip().removeprefix("Hint: "))
+        link = _LINK.search(line)
+        if link and current is not None:
+            found.setdefault((current[0], current[1], f"GB{link[1]}"), hints)
+            current = None
+    return found
+
+
+def test_each_break_gives_torchs_hints_as_this_run_worded_them(corpus_run: Any) -> None:
+    """The registry's hints are templates (`{fn.__name__}`); the log's are filled in."""
+    answer, stderr = corpus_run
+    oracle = logged_hints(torch_logs(stderr)["graph_breaks"])
+    ours = {
+        (b["user"]["path"], b["user"]["line"], b["registry"]["id"]): b["hints"]
+        for b in answer["breaks"]
+    }
+    assert ours == oracle
+    assert any(ours.values())
+
+
 def test_each_break_is_at_a_marked_line_and_every_mark_broke(corpus_run: Any) -> None:
     answer, _ = corpus_run
     marks = marked(PROGRAM, "BREAK")

@@ -72,7 +72,9 @@ def _breaks(out: Screen, breaks: list[GraphBreak], verbose: bool) -> None:
                           f"{_esc(frame.function)}[/]")  # fmt: skip
         if brk.explanation:
             out.print(f"   [bold]why[/]: {_esc(brk.explanation)}")
-        hints = brk.registry.hints if brk.registry else []
+        # The run's own hints, with its names filled in; the registry's only where the
+        # run gave none (they are templates there).
+        hints = brk.hints or (brk.registry.hints if brk.registry else [])
         for hint in hints if verbose else hints[:HINTS_SHOWN]:
             out.print(f"   [bold]hint[/]: {_esc(hint)}")
         for site in brk.decided_by:

@@ -19,6 +19,8 @@ _SKIP_AT = re.compile(r"^Graph break: torch\.compile cannot properly resume", re
 _REASON = re.compile(r"^Graph Break Reason: (?P<reason>.*)$", re.M)
 _LINK = re.compile(r"/gb/gb(\d+)\.html")
 _EXPLANATION = re.compile(r"^\s*Explanation: (?P<text>.*)$", re.M)
+# torch's hints as this run worded them (the registry's are templates: "`{fn.__name__}`").
+_HINT = re.compile(r"^\s*Hint: (?P<text>.*)$", re.M)
 # "Encountered graph break when attempting to trace CALL: ...:" and "Failed to handle
 # graph break gracefully ...:" wrap the break: its type is on the next line with text.
 _WRAPPERS = ("Encountered graph break when attempting", "Failed to handle graph break")
@@ -35,6 +37,7 @@ class Seen:
     gb_id: str | None
     reason: str
     explanation: str
+    hints: list[str]
     stack: list[tuple[str, int, str, str]]  # the user's frames (path, line, function, code)
     torch_traceback: str  # the exception's traceback through dynamo, when torch wrote it
     compile_id: str | None
@@ -59,6 +62,7 @@ def parse(record: Record) -> Seen | None:
         gb_id=f"GB{ids[0]}" if ids else None,
         reason=_reason(text),
         explanation=_explanation(text),
+        hints=[m["text"].strip() for m in _HINT.finditer(user_part)],
         stack=frames,
         torch_traceback=_TRACEBACK + torch_part if torch_part else "",
         compile_id=record.compile_id,
@@ -148,6 +152,7 @@ def _described(seen: Seen, sources: TorchSources, resumes: list[str]) -> GraphBr
         user=user,
         reason=entry.gb_type if entry else seen.reason,
         explanation=seen.explanation,
+        hints=seen.hints,
         registry=entry,
         decided_by=decided,
         uncompiled=uncompiled,

@@ -43,6 +43,7 @@ class GraphBreak:
     reason: str  # the type of break, in torch's words ("Data-dependent branching")
     count: int = 1
     explanation: str = field(default="", metadata=spec(empty=None))
+    hints: list[str] = field(default_factory=list)  # as torch printed them for this run
     registry: RegistryEntry | None = None
     # The unimplemented(...) call in torch/_dynamo that decided it; more than one when
     # several calls name the same registry entry and the run did not say which.
