@@ -16,18 +16,16 @@ import pytest
 from opsource_helpers import save_workspace
 from test_new_op import make_workspace
 
+from onboard import workspace
 from onboard.jsonable import to_json
+from onboard.workflows.tests.request import TestsRequest
 from onboard.workflows.tests.result import Selected, Selection
 from onboard.workflows.tests.run import RunReport, parse_output, run_selection
 
 
-class Request:
-    """What `onboard tests --run` passes (its workspace and limits)."""
-
-    def __init__(self, ws: object, timeout: float | None = None) -> None:
-        self.ws = ws
-        self.timeout = timeout
-        self.max_samples = None
+def run_request(ws: workspace.Workspace, timeout: float | None = None) -> TestsRequest:
+    """What `onboard tests --run --workspace WS` passes."""
+    return TestsRequest(workspace=ws.root, run=True, timeout=timeout)
 
 
 def selection(checkout: Path, ops: tuple[str, ...], selected=(), full=False) -> Selection:
@@ -40,7 +38,9 @@ def selection(checkout: Path, ops: tuple[str, ...], selected=(), full=False) -> 
 @pytest.fixture(scope="module")
 def installed_run(tmp_path_factory: pytest.TempPathFactory) -> RunReport:
     ws = make_workspace(tmp_path_factory.mktemp("ref") / "ws")
-    return run_selection(Request(ws), selection(ws.checkout_path, ("trunc", "nn.functional.gelu")))
+    return run_selection(
+        run_request(ws), selection(ws.checkout_path, ("trunc", "nn.functional.gelu"))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_the_run_in_json_and_on_screen(installed_run) -> None:
 
 def test_an_unknown_op_is_not_run_and_says_so(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
-    report = run_selection(Request(ws), selection(ws.checkout_path, ()))
+    report = run_selection(run_request(ws), selection(ws.checkout_path, ()))
     assert report.mode == "none" and not report.samples
     assert "no op that OpInfo covers" in report.not_run[0].why
 
@@ -156,7 +156,9 @@ def test_a_full_checkout_runs_the_selected_files_in_the_build_venv(tmp_path: Pat
         Selected("test/test_gone.py", ("python", "test/test_gone.py"), ("x",), rank=3,
                  present=False),
     ]  # fmt: skip
-    report = run_selection(Request(ws, timeout=120), selection(ws.checkout_path, (), picked, True))
+    report = run_selection(
+        run_request(ws, timeout=120), selection(ws.checkout_path, (), picked, True)
+    )
     assert report.mode == "tests"
     demo, fine = report.tests
     assert Path(demo.command[0]) == root / ".nox" / "build" / "bin" / "python"

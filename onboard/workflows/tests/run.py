@@ -188,7 +188,8 @@ def run_selection(request: Any, selection: Selection) -> RunReport:
     if full and build_python is not None:
         report = _run_tests(ws, selection, build_python, timeout)
     else:
-        report = _run_opinfo(ws, selection, timeout, limit)
+        python = getattr(request, "python", None) or ws.python  # --python, else the workspace's
+        report = _run_opinfo(ws, selection, timeout, limit, python)
         if full:
             report.not_run.insert(
                 0,
@@ -344,15 +345,18 @@ class Interpreter:
     torch_version: str = ""
 
 
-def opinfo_interpreter(ws: workspace.Workspace, timeout: float | None = None) -> Interpreter:
-    """The workspace's interpreter when it can import OpInfo's database as it is; else
-    ``WS/.nox/opinfo`` (made now by ``nox -s opinfo`` when missing), with the workspace's
-    torch version."""
-    version = _importable(ws, ws.python)
+def opinfo_interpreter(
+    ws: workspace.Workspace, timeout: float | None = None, python: str | None = None
+) -> Interpreter:
+    """``python`` (default: the workspace's interpreter) when it can import OpInfo's
+    database as it is; else ``WS/.nox/opinfo`` (made now by ``nox -s opinfo`` when
+    missing), with the workspace's torch version."""
+    python = python or ws.python
+    version = _importable(ws, python)
     if version is not None:
         return Interpreter(
-            ws.python,
-            f"the workspace's interpreter {ws.python} (it has numpy and expecttest)",
+            python,
+            f"the workspace's interpreter {python} (it has numpy and expecttest)",
             version,
         )
     venv = ws.root / ".nox" / "opinfo" / "bin" / "python"
@@ -418,7 +422,11 @@ def make_opinfo_venv(
 
 
 def _run_opinfo(
-    ws: workspace.Workspace, selection: Selection, timeout: float | None, limit: int | None
+    ws: workspace.Workspace,
+    selection: Selection,
+    timeout: float | None,
+    limit: int | None,
+    python: str,
 ) -> RunReport:
     ops = tuple(selection.ops)
     report = RunReport("opinfo", ops=ops)
@@ -428,7 +436,7 @@ def _run_opinfo(
             NotRun("*", "OpInfo checks", "the change touches no op that OpInfo covers")
         )
         return report
-    found = opinfo_interpreter(ws, timeout)
+    found = opinfo_interpreter(ws, timeout, python)
     report.venv = found.why
     if found.python is None:
         report.mode = "none"
