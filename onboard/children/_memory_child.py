@@ -22,8 +22,8 @@ import contextlib
 import gc
 import itertools
 import os
+import signal
 import sys
-import threading
 import time
 import weakref
 from typing import Any
@@ -56,7 +56,6 @@ _kept: dict = {}  # the probe's findings, by line
 _history: dict = {}  # graph sizes per creation line, per probe step
 _history_holders: dict = {}
 _probe: dict[str, Any] = {"records": {}, "step": None, "mode": None}
-_lock = threading.Lock()
 _OWN: set[int] = set()  # ids of onboard's own containers, never a holder
 
 
@@ -105,9 +104,9 @@ def _user_frame(frame):
     return None
 
 
-def _graph(fn, seen_storages):
+def _graph(fn, seen_storages, keys_out=None):
     """(nodes, saved bytes no live tensor holds, saved ones still there) of the graph
-    under ``fn``."""
+    under ``fn``; ``keys_out`` gets the storage of every saved tensor."""
     nodes, saved, intact = 0, 0, False
     pending, seen = [fn], set()
     counted = set()
@@ -129,6 +128,8 @@ def _graph(fn, seen_storages):
                 try:
                     st = value.untyped_storage()
                     key = (str(value.device), st.data_ptr())
+                    if keys_out is not None:
+                        keys_out.add(key)
                     if key not in seen_storages and key not in counted:
                         counted.add(key)
                         saved += st.nbytes()
@@ -168,9 +169,16 @@ def _census(reason: str) -> None:
     tensors = list(itertools.compress(objects, map(tensor_types.__contains__, kinds)))
     modules = list(itertools.compress(objects, map(module_types.__contains__, kinds)))
     del objects, kinds  # no reference left behind
-    hooks = sum(
-        len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks) for m in modules
-    )
+    hooks = 0
+    sites: dict[str, int] = {}
+    for m in modules:
+        for table in (m._forward_hooks, m._forward_pre_hooks, m._backward_hooks):
+            hooks += len(table)
+            for fn in table.values():
+                code = getattr(fn, "__code__", None)
+                if code is not None and _is_user_file(code.co_filename):
+                    site = f"{code.co_filename}:{code.co_firstlineno}"
+                    sites[site] = sites.get(site, 0) + 1
     del modules
     hooks += len(torch.nn.modules.module._global_forward_hooks)
     storages = {}
@@ -181,19 +189,22 @@ def _census(reason: str) -> None:
             storages[key] = nbytes
         fn = t.grad_fn if t.requires_grad else None
         if fn is not None:
-            graph_roots.append(fn)
+            graph_roots.append((t, fn))
     seen_keys = set(storages)
     nodes = saved = 0
-    largest = 0
+    largest, largest_t = 0, None
     walked = set()
-    for fn in graph_roots:
+    for t, fn in graph_roots:
         if id(fn) in walked:
             continue
         walked.add(id(fn))
         n, s, _ = _graph(fn, seen_keys)
         nodes += n
         saved += s
-        largest = max(largest, n)
+        if n > largest:
+            largest, largest_t = n, t
+    _same_graph_grows(largest_t, largest)
+    largest_t = None
     cuda = None
     if torch.cuda.is_available():
         cuda = {
@@ -211,6 +222,7 @@ def _census(reason: str) -> None:
         "largest_graph": largest,
         "saved_bytes": saved,
         "hooks": hooks,
+        "hook_sites": sites,
         "rss": _rss(),
         "workers": _workers(),
         "cuda": cuda,
@@ -223,6 +235,27 @@ def _census(reason: str) -> None:
     entry["took"] = round(took, 4)
     _state["census_seconds"] += took
     _write()
+
+
+def _same_graph_grows(t, size) -> None:
+    """The tensor with the largest graph: when the same tensor's graph is larger at a
+    later census, history is kept across the loop in that one tensor (an in-place
+    `total += loss` keeps the object; `total = total + loss` is the probe's to see)."""
+    before = _state.get("largest")
+    if t is None:
+        return
+    if before is not None and before[0]() is t and size > before[1]:
+        grown = _state.get("grown_graph")
+        if grown is None:
+            grown = _state["grown_graph"] = {
+                "first_step": before[2], "first_size": before[1], "holder": _holder(t),
+                "grad_fn": type(t.grad_fn).__name__,
+            }  # fmt: skip
+        grown["last_step"], grown["last_size"] = _state["steps"], size
+    try:
+        _state["largest"] = (weakref.ref(t), size, _state["steps"])
+    except TypeError:
+        _state["largest"] = None
 
 
 def _probe_due() -> bool:
@@ -316,8 +349,21 @@ def _check(step, storages) -> None:
              "backward_in_step": _backwards.get(step - 2, 0)},
         )  # fmt: skip
         group["steps"] += 1
+        # Tensors of this line that another one's graph saved (a layer's output the
+        # next layer keeps for backward) are that graph's memory, not a growth of
+        # their own.
+        saved_keys: set = set()
+        graphs = {}
+        for t, _grad in found:
+            if t.grad_fn is not None:
+                graphs[id(t)] = _graph(t.grad_fn, seen_storage, saved_keys)
+        roots = [pair for pair in found if _storage_key(pair[0])[0] not in saved_keys]
+        root_ids = {id(pair[0]) for pair in roots}
+        for t, _grad in found:
+            if roots and id(t) not in root_ids:
+                group["saved_bytes"] += _storage_key(t)[1]
         keys = set()
-        for t, grad in found:
+        for t, grad in roots or found:
             group["count"] += 1
             key, nbytes = _storage_key(t)
             if key is not None and key not in keys:
@@ -326,19 +372,21 @@ def _check(step, storages) -> None:
             group["grad_enabled"] = group["grad_enabled"] or grad
             if t.grad_fn is not None:
                 group["with_graph"] += 1
-                n, s, intact = _graph(t.grad_fn, seen_storage)
+                n, s, intact = graphs[id(t)]
                 group["graph_nodes"] += n
                 group["saved_bytes"] += s
                 group["saved_intact"] = group["saved_intact"] or intact
         if group["holder"] is None:
-            t = found[0][0]
-            group["example"] = {
-                "shape": list(t.shape),
-                "dtype": str(t.dtype).replace("torch.", ""),
-                "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
-            }
-            group["holder"] = _holder(t)
-            del t
+            for t, _grad in (roots or found)[:3]:
+                group["example"] = {
+                    "shape": list(t.shape),
+                    "dtype": str(t.dtype).replace("torch.", ""),
+                    "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
+                }
+                group["holder"] = _holder(t)
+                if group["holder"] is not None:
+                    break
+        del roots, found
     _OWN.clear()
     del by_line
 
@@ -412,10 +460,30 @@ def _holder(t):
     own = {id(parent), id(objects), id(queue), id(depth)}
     found: Any = None
     frame_type = type(me)
+    # A running function's locals are not in gc's view of its frame (3.11 keeps them
+    # in the interpreter's frame), so the user's live frames are asked directly.
+    local_maps = []
+    frame = me.f_back
+    while frame is not None:
+        if _is_user_file(frame.f_code.co_filename) and frame.f_code.co_name != "<module>":
+            local_maps.append((frame, frame.f_locals))
+        frame = frame.f_back
+    own.update(id(m) for _, m in local_maps)
+    own.add(id(local_maps))
     while queue and found is None and time.perf_counter() - start < 3.0:
         obj = queue.pop(0)
         if depth[id(obj)] > 7:
             continue
+        for frame, names in local_maps:
+            for name, value in names.items():
+                if value is obj:
+                    code = frame.f_code
+                    found = ("local", name, code.co_filename, frame.f_lineno, obj)
+                    break
+            if found:
+                break
+        if found:
+            break
         for ref in gc.get_referrers(obj):
             rid = id(ref)
             if rid in parent or rid in own or rid in _OWN or ref is me:
@@ -461,7 +529,7 @@ def _holder(t):
         above = path_down[i - 1] if i > 0 else None
         expr += _step(path_down[i], path_down[i + 1], above)
         chain.append(type(path_down[i]).__name__)
-    del parent, objects, queue, depth
+    del parent, objects, queue, depth, local_maps, frame
     if line is None:
         line = _bound_at(path, name)
     return {
@@ -492,38 +560,43 @@ def _bound_at(path, name):
 
 
 def _write(status=None) -> None:
-    with _lock:
-        answer(
-            {
-                "torch": torch_facts(),
-                "censuses": _censuses,
-                "kept": list(_kept.values()),
-                "history": [
-                    {
-                        "path": w[0],
-                        "line": w[1],
-                        "function": w[2],
-                        "sizes": sorted(v.items()),
-                        "holder": _history_holders.get(w),
-                    }
-                    for w, v in _history.items()
-                ],
-                "steps": _state["steps"],
-                "step_kind": REQUEST.get("step_kind", "optimizer"),
-                "census_seconds": round(_state["census_seconds"], 4),
-                "status": status,
-                "cuda": _state.get("cuda"),
-                "finished": status is not None,
-            }
-        )
+    answer(
+        {
+            "torch": torch_facts(),
+            "censuses": _censuses,
+            "kept": list(_kept.values()),
+            "history": [
+                {
+                    "path": w[0],
+                    "line": w[1],
+                    "function": w[2],
+                    "sizes": sorted(v.items()),
+                    "holder": _history_holders.get(w),
+                }
+                for w, v in _history.items()
+            ],
+            "steps": _state["steps"],
+            "step_kind": REQUEST.get("step_kind", "optimizer"),
+            "census_seconds": round(_state["census_seconds"], 4),
+            "status": status,
+            "cuda": _state.get("cuda"),
+            "grown_graph": _state.get("grown_graph"),
+            "finished": status is not None,
+        }
+    )
 
 
 def _boundary(reason: str) -> None:
     _state["steps"] += 1
+    if _state.get("busy"):  # a SIGALRM tick during a census: that step is not taken
+        return
+    _state["busy"] = True
     try:
         _census(reason)
     except Exception as exc:  # noqa: BLE001 - onboard's failure, never the program's
         _state.setdefault("errors", []).append(repr(exc))
+    finally:
+        _state["busy"] = False
 
 
 def _optimizer_hook(optimizer, args, kwargs):
@@ -568,12 +641,10 @@ def _tracer_for_line(path: str, line: int):
     return tracer
 
 
-_timer_stop = threading.Event()
-
-
-def _ticker(seconds: float) -> None:
-    while not _timer_stop.wait(seconds):
-        _boundary(f"every {seconds:g} s")
+def _tick(signum, frame) -> None:
+    # SIGALRM, not a thread: the census and the probe's TorchFunctionMode (a
+    # thread's own mode stack) must run on the program's main thread.
+    _boundary(f"every {_state['every']:g} s")
 
 
 _backwards: dict = {}  # backward() calls per step (by the steps done before it)
@@ -601,8 +672,9 @@ def _enter() -> None:
         path, line = REQUEST["step"].rsplit(":", 1)
         sys.settrace(_tracer_for_line(path, int(line)))
     elif kind == "every":
-        thread = threading.Thread(target=_ticker, args=(float(REQUEST["every"]),), daemon=True)
-        thread.start()
+        _state["every"] = seconds = float(REQUEST["every"])
+        signal.signal(signal.SIGALRM, _tick)
+        signal.setitimer(signal.ITIMER_REAL, seconds, seconds)
 
 
 def _census_start() -> None:
@@ -651,7 +723,8 @@ def _cuda_summary():
 def _leave() -> None:
     sys.settrace(None)
     torch.autograd.backward = _real_backward
-    _timer_stop.set()
+    if "every" in _state:
+        signal.setitimer(signal.ITIMER_REAL, 0)
     handle = _state.pop("handle", None)
     if handle is not None:
         handle.remove()

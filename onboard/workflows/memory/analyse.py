@@ -28,6 +28,7 @@ def censuses(raw: list[dict[str, Any]]) -> list[Census]:
                 saved_bytes=int(c["saved_bytes"]),
                 hooks=int(c["hooks"]),
                 rss=int(c["rss"]),
+                hook_sites={str(k): int(v) for k, v in (c.get("hook_sites") or {}).items()},
                 workers={str(k): int(v) for k, v in (c.get("workers") or {}).items()},
                 cuda_allocated=cuda.get("allocated"),
                 cuda_reserved=cuda.get("reserved"),
@@ -88,7 +89,7 @@ def growth(answer: dict[str, Any], series: list[Census]) -> tuple[list[Growth], 
             )  # fmt: skip
             g.pattern = _kept_pattern(g, raw, patterns)
             found.append(g)
-    if nodes > 0 and _history(answer, nodes, patterns):
+    if nodes > 0 and (_history(answer, nodes, patterns) | _grown(answer, nodes, patterns)):
         # What the growing graph holds (its inputs) has no name of the user's: it is
         # that pattern's, not a growth of its own.
         kept = [g for g in found if g.holder is None]
@@ -97,6 +98,8 @@ def growth(answer: dict[str, Any], series: list[Census]) -> tuple[list[Growth], 
                     or p.id == "history"]  # fmt: skip
     hooks = rate([(c.step, c.hooks) for c in later])
     if hooks > 0:
+        site = _hook_site(later)
+        path, _, line = site.rpartition(":") if site else ("", "", "")
         patterns.append(
             Pattern(
                 id="hooks",
@@ -106,7 +109,9 @@ def growth(answer: dict[str, Any], series: list[Census]) -> tuple[list[Growth], 
                 f"{later[-1].step}); each keeps its closure alive",
                 fix="register the hook once, before the loop, or keep the handle "
                 "register_*_hook returns and call handle.remove() when the step ends",
-            )  # fmt: skip
+                path=path or None,
+                line=int(line) if line else None,
+            )
         )
     _workers(later, patterns)
     return found, patterns
@@ -166,6 +171,39 @@ def _history(answer: dict[str, Any], nodes: float, patterns: list[Pattern]) -> b
             )  # fmt: skip
         )
     return seen
+
+
+def _hook_site(later: list[Census]) -> str | None:
+    """The hook function (its first line) whose registrations grow the most."""
+    first, last = later[0].hook_sites, later[-1].hook_sites
+    gains = {site: n - first.get(site, 0) for site, n in last.items()}
+    best = max(gains, key=lambda s: gains[s], default=None)
+    return best if best is not None and gains[best] > 0 else None
+
+
+def _grown(answer: dict[str, Any], nodes: float, patterns: list[Pattern]) -> bool:
+    """One tensor whose own graph grew between censuses (an in-place accumulation)."""
+    raw = answer.get("grown_graph")
+    if not raw or any(p.id == "history" for p in patterns):
+        return bool(raw)
+    holder = _holder(raw.get("holder"))
+    steps = max(int(raw["last_step"]) - int(raw["first_step"]), 1)
+    per_step = (int(raw["last_size"]) - int(raw["first_size"])) / steps
+    name = f" `{holder.expression}`" if holder else ""
+    patterns.append(
+        Pattern(
+            id="history",
+            title="history kept across the loop",
+            evidence=f"the tensor{name} ({raw.get('grad_fn')}) holds a graph that grows by "
+            f"{per_step:g} node(s) every step: {raw['first_size']} nodes at step "
+            f"{raw['first_step']}, {raw['last_size']} at step {raw['last_step']}",
+            fix="accumulate a number, not the tensor: `total += loss.item()` (or "
+            "`loss.detach()`); PyTorch's FAQ, 'My model reports cuda runtime error(2)'",
+            path=holder.path if holder else None,
+            line=holder.line if holder else None,
+        )
+    )
+    return True
 
 
 def _workers(later: list[Census], patterns: list[Pattern]) -> None:

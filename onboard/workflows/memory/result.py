@@ -23,6 +23,8 @@ class Census:
     hooks: int  # module hooks registered
     rss: int  # the process's resident memory
     workers: dict[str, int] = field(default_factory=dict, metadata=spec(empty=None))
+    # where the hook functions registered were defined ("train.py:12"), how many each
+    hook_sites: dict[str, int] = field(default_factory=dict, metadata=spec(omit=True))
     cuda_allocated: int | None = field(default=None, metadata=spec(empty=None))
     cuda_reserved: int | None = field(default=None, metadata=spec(empty=None))
 
