@@ -184,3 +184,18 @@ def test_pytest_output_is_read_too(tmp_path: Path) -> None:
     passed, failed, skipped, first = parse_output(out.stdout)
     assert (passed, failed, skipped) == (1, 1, 1)
     assert first.startswith("test_p.py::test_b")
+
+
+def test_no_interpreter_for_opinfo_fails_and_says_what_to_run(tmp_path: Path) -> None:
+    import dataclasses
+
+    ws = make_workspace(tmp_path / "ws")
+    # An interpreter without torch or numpy, and no noxfile to make the venv with.
+    venv.create(tmp_path / "bare", with_pip=False)
+    ws = dataclasses.replace(ws, python=str(tmp_path / "bare" / "bin" / "python"))
+    workspace.save(ws)
+    report = run_selection(run_request(ws), selection(ws.checkout_path, ("trunc",)))
+    assert report.mode == "none" and report.exit_code == 1
+    why = report.not_run[0].why
+    assert "no noxfile.py" in why and f"nox -s opinfo -- torch=={ws.torch_version}" in why
+    assert report.first_failure is not None and "could not run" in report.first_failure

@@ -106,3 +106,13 @@ def write_noxfile_for(ws: workspace.Workspace) -> None:
 
     text = render("setup/noxfile.py.j2", torch_version=ws.torch_version, commit="x", root=ws.root)
     (ws.root / "noxfile.py").write_text(text)
+
+
+def test_a_kernel_that_does_not_compile_is_a_failure_at_its_line(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    scaffold(ws, "trunc")
+    write_math(ws, "a +")
+    report = run_selection(run_request(ws), selection(ws.checkout_path, ("trunc",)))
+    assert report.exit_code == 1 and not [s for s in report.samples if s.check == "reference"]
+    assert report.first_failure is not None
+    assert f"{KERNEL} did not build at {KERNEL}:" in report.first_failure

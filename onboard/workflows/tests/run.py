@@ -82,6 +82,8 @@ class SampleResult:
         shapes = ", ".join("x".join(map(str, s)) or "scalar" for s in self.shapes)
         dtype = f" {self.dtype}" if self.dtype else ""
         on = f" on {self.kernel}" if self.kernel else ""
+        if self.check == "run":  # the child or the compile failed: no sample ran
+            return f"{self.op}{on}: could not run"
         return f"{self.op}{on}: {self.check}{dtype} sample {self.index} ({shapes})"
 
 
@@ -439,8 +441,9 @@ def _run_opinfo(
     found = opinfo_interpreter(ws, timeout, python)
     report.venv = found.why
     if found.python is None:
+        # Asked to run and could not: a failure (exit 1), with what to run by hand.
         report.mode = "none"
-        report.not_run.append(NotRun("*", "OpInfo checks", found.why))
+        _add(report, {"error": found.why, "ops": list(ops)})
         return report
     report.python = found.python
     report.torch_version = found.torch_version
