@@ -179,7 +179,7 @@ def _reference(torch, info, label, under_test, dtypes, target, limit, note):
                     note(
                         label,
                         f"reference {dname}",
-                        f"samples after the first {limit} not run (--max-samples)",
+                        f"samples after the first {limit} not run",
                     )
                     break
                 results.append(
