@@ -7,6 +7,7 @@ from onboard's output. The practice kernel (a compile) is tests/test_tests_run_p
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 import venv
@@ -187,7 +188,6 @@ def test_pytest_output_is_read_too(tmp_path: Path) -> None:
 
 
 def test_no_interpreter_for_opinfo_fails_and_says_what_to_run(tmp_path: Path) -> None:
-    import dataclasses
 
     ws = make_workspace(tmp_path / "ws")
     # An interpreter without torch or numpy, and no noxfile to make the venv with.
@@ -199,3 +199,14 @@ def test_no_interpreter_for_opinfo_fails_and_says_what_to_run(tmp_path: Path) ->
     why = report.not_run[0].why
     assert "no noxfile.py" in why and f"nox -s opinfo -- torch=={ws.torch_version}" in why
     assert report.first_failure is not None and "could not run" in report.first_failure
+
+
+def test_a_new_op_without_an_opinfo_entry_says_where_it_is_checked(tmp_path: Path) -> None:
+    from onboard.workflows.tests.result import ChangedOp
+
+    ws = make_workspace(tmp_path / "ws")
+    base = selection(ws.checkout_path, ())
+    new = ChangedOp("my_new_op", (), ("native_functions.yaml entry my_new_op",))
+    report = run_selection(run_request(ws), dataclasses.replace(base, changed=(new,)))
+    said = [n for n in report.not_run if n.op == "my_new_op"]
+    assert len(said) == 1 and "onboard verify" in said[0].why

@@ -203,6 +203,19 @@ def run_selection(request: Any, selection: Selection) -> RunReport:
                     "there; the OpInfo checks below ran against the installed torch",
                 ),
             )
+    for changed in selection.changed:
+        if not changed.opinfos:
+            # A scaffolded op (`onboard new-op NEW`): its OpInfo entry is the checkout's,
+            # which the installed torch does not import.
+            report.not_run.append(
+                NotRun(
+                    changed.base,
+                    "OpInfo checks",
+                    "no entry in the installed torch's op_db (a new op): `onboard verify` "
+                    "builds it out of tree and checks it against its test's REFERENCE; "
+                    "its OpInfo entry runs once PyTorch is built with it (`onboard build`)",
+                )
+            )
     report.seconds = time.monotonic() - start
     return report
 
