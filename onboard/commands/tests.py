@@ -71,7 +71,6 @@ def tests_(
       onboard tests                                   # the branch's change
       onboard tests aten/src/ATen/native/cpu/UnaryOpsKernel.cpp
       onboard tests --op trunc --op nn.functional.gelu
-      onboard tests --json --no-lint > tests.json
       onboard tests --run                             # and run them here
     """
     from onboard.commands._common import finish
