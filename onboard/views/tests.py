@@ -28,8 +28,7 @@ def render(result: TestsResult, console: Console, verbose: bool) -> None:
     if result.lint is not None:
         _lint(out, result.lint, verbose)
     if result.run is not None:
-        # `--run`'s part of this view, `render_run`, is written below by its author.
-        globals()["render_run"](result.run, out, verbose)
+        render_run(result.run, out, verbose)
 
 
 def render_selection(out: Screen, sel: Selection, verbose: bool) -> None:
