@@ -188,7 +188,6 @@ def test_pytest_output_is_read_too(tmp_path: Path) -> None:
 
 
 def test_no_interpreter_for_opinfo_fails_and_says_what_to_run(tmp_path: Path) -> None:
-
     ws = make_workspace(tmp_path / "ws")
     # An interpreter without torch or numpy, and no noxfile to make the venv with.
     venv.create(tmp_path / "bare", with_pip=False)
