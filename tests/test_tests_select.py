@@ -110,13 +110,17 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture
-def repo(ws: Path) -> Iterator[Path]:
-    path = ws / "pytorch"
-    yield path
+def _back_on_main(path: Path) -> None:
+    """The checkout as main left it: the change's edits and branch dropped."""
     git("reset", "-q", "--hard", cwd=path)
     git("clean", "-qfd", cwd=path)
     git("switch", "-q", "main", cwd=path)
+
+
+@pytest.fixture
+def repo(ws: Path) -> Iterator[Path]:
+    yield ws / "pytorch"
+    _back_on_main(ws / "pytorch")
 
 
 # The yaml changes get a workspace of their own: switching back to main rewrites the
@@ -131,10 +135,8 @@ def yaml_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def yaml_repo(yaml_ws: Path) -> Iterator[Path]:
-    path = yaml_ws / "pytorch"
-    yield path
-    git("reset", "-q", "--hard", cwd=path)
-    git("switch", "-q", "main", cwd=path)
+    yield yaml_ws / "pytorch"
+    _back_on_main(yaml_ws / "pytorch")
 
 
 _branches = iter(range(1000))
