@@ -479,3 +479,31 @@ def test_package_imports_under_pytest() -> None:
     assert Path(pkg.__file__).parent.name == "tests"
     assert "onboard" in Path(pkg.__file__).parts
     assert sys.modules["onboard.workflows.tests"] is pkg
+
+
+# --- onboard pr's test plan is this selection ---
+
+
+def test_pr_test_plan_is_the_selection_and_asks_for_lintrunner(
+    ws: Path, repo: Path, opdb: Any
+) -> None:
+    from onboard.workflows.pr.change import collect
+    from onboard.workflows.pr.testplan import tests_for
+
+    change(
+        repo,
+        {
+            UNARY_CPU: insert_after("std::trunc(a)", "        // pr"),
+            ".lintrunner.toml": "[[linter]]\ncode = 'X'\ninit_command = ['no-such-pkg-x==1']\n",
+        },
+    )
+    sel = select_branch(ws)
+    assert_op_tests(sel, opdb, "trunc")
+    plan = tests_for(collect(repo))
+    commands = [t.command for t in plan]
+    assert commands[: len(sel.selected)] == [s.command_line for s in sel.selected]
+    lint_line = commands[len(sel.selected) :]
+    if shutil.which("lintrunner") is None:
+        assert lint_line == ["pip install lintrunner && lintrunner init"]
+    else:  # its one linter's tool is not installed anywhere
+        assert lint_line == ["lintrunner init"]
