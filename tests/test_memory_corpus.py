@@ -253,10 +253,12 @@ SLOW_LEAKS: dict[str, tuple[str, list[str]]] = {
         """
         import time
         frames = []
-        for step in range(40):
+        began = time.monotonic()
+        while time.monotonic() - began < 5:  # 25 ticks of --every at least
             frames.append(torch.randn(64, 64))  # LEAK
             time.sleep(0.05)
-        truth(holder="frames", pattern="kept", bytes=64 * 64 * 4)
+        # a step is a tick here: the bytes are per tensor the loop keeps
+        truth(holder="frames", pattern="kept", bytes_each=frames[0].untyped_storage().nbytes())
         """,
         ["--every", "0.2"],
     ),
@@ -422,7 +424,7 @@ def run_memory(
 def _check_leak(tmp_path: Path, body: str, options: list[str]) -> None:
     path, result, truth = run_memory(tmp_path, body, options)
     line = _marked(path, "LEAK")
-    assert result["grows"], result
+    assert result["grows"], result["censuses"]
     patterns = {(p["id"], p.get("line")) for p in result["patterns"]}
     want = truth["pattern"]
     if want == "worker_rss":
@@ -447,6 +449,9 @@ def _check_leak(tmp_path: Path, body: str, options: list[str]) -> None:
         assert group["count_per_step"] == truth["per_step"], group
     if "bytes" in truth:
         assert group["bytes_per_step"] == truth["bytes"], group
+    if "bytes_each" in truth:
+        each = truth["bytes_each"]
+        assert abs(group["bytes_per_step"] - group["count_per_step"] * each) < each, group
 
 
 @pytest.mark.parametrize("name", sorted(LEAKS))
