@@ -144,3 +144,49 @@ def test_growth_rule() -> None:
     assert rate([(2, 10), (3, 11), (4, 11), (5, 11), (6, 11)]) == 0.0  # one step up: warm-up
     assert rate([(2, 10), (3, 9), (4, 14)]) == 0.0  # fell below where it started
     assert rate([(2, 10), (3, 12)]) == 0.0  # too few censuses to tell
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<svg")])
+def test_plot_draws_the_censuses(tmp_path: Path, suffix: str, magic: bytes) -> None:
+    pytest.importorskip("matplotlib")
+    path = _write(tmp_path)
+    picture = tmp_path / f"memory{suffix}"
+    done = _memory(
+        tmp_path, "--json", "--plot", str(picture),
+        program=[sys.executable, str(path), "8", "-1", "0"],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["plot"] == str(picture)
+    assert magic in picture.read_bytes()[:400]
+
+
+def test_plot_without_matplotlib_is_refused_before_the_program_runs(tmp_path: Path) -> None:
+    hidden = tmp_path / "hide"
+    hidden.mkdir()
+    (hidden / "matplotlib.py").write_text("raise ImportError('not installed here')\n")
+    path = _write(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "onboard", "memory", "--plot", "m.svg", "--", sys.executable,
+         str(path), "3", "-1", "0"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(hidden)},
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pip install 'onboard[plot]'" in done.stderr + done.stdout
+    assert "said by the program" not in done.stdout
+    assert not (tmp_path / "m.svg").exists()
+
+
+def test_cuda_summary_from_the_allocator_figures() -> None:
+    from onboard.workflows.memory import MemoryResult, _cuda
+
+    raw = {"allocated": 300, "reserved": 1000, "peak": 800, "inactive_split": 250,
+           "empty_cache_gain": 400, "driver_used": 5000, "ooms": 1, "snapshot": None}  # fmt: skip
+    result = MemoryResult(command="x", step_kind="optimizer")
+    summary = _cuda({"cuda": raw}, result)
+    assert summary is not None
+    assert summary.fragmentation == raw["inactive_split"] / raw["reserved"]
+    assert (summary.allocated, summary.reserved, summary.empty_cache_gain) == (300, 1000, 400)
+    assert result.not_checked == []
+    assert _cuda({}, result) is None
+    assert "not checked" in result.not_checked[0] or "CUDA" in result.not_checked[0]

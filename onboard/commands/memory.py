@@ -39,6 +39,13 @@ from onboard.commands._common import DashDashCommand, PathParam, after_dashes, r
     help="On CUDA: record the allocator's history and keep its snapshot here, for "
     "https://pytorch.org/memory_viz.",
 )
+@click.option(
+    "--plot",
+    type=PathParam(dir_okay=False),
+    default=None,
+    metavar="FILE.svg|png",
+    help="Also draw the memory per step into this file (needs matplotlib: the plot extra).",
+)
 @options.timeout(
     default=None, help="Stop the program after this long; the censuses so far are read."
 )
@@ -69,6 +76,7 @@ def memory(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard memory --step train.py:57 -- python train.py
       onboard memory --every 0.5 -- python evaluate.py
       onboard memory --json -- python train.py > memory.json
+      onboard memory --plot memory.svg -- python train.py
     """
     from onboard.commands._common import finish
     from onboard.views import memory as view

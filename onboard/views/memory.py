@@ -74,6 +74,8 @@ def render(result: MemoryResult, console: Console, verbose: bool) -> None:
         )
         if c.snapshot:
             out.print(f"   snapshot for memory_viz: {out.path(c.snapshot)}")
+    if result.plot:
+        out.print(f"\nThe memory per step is drawn in {out.path(result.plot)}")
     for line in result.not_checked:
         out.print(f"[yellow]not checked:[/] {_esc(line)}")
     for note in result.notes:

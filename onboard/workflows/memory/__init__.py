@@ -23,7 +23,7 @@ from onboard import proc
 from onboard.children.onboard_answer import FILE_ENV
 from onboard.errors import BadInput
 from onboard.report import Reporter
-from onboard.workflows.memory import analyse
+from onboard.workflows.memory import analyse, plot
 from onboard.workflows.memory.result import (
     Census,
     CudaSummary,
@@ -54,12 +54,14 @@ class MemoryRequest(ProgramOptions):
     step(); ``FUNC`` a function's return; ``FILE:LINE`` a line); ``every``: seconds
     between censuses instead; ``lines_everywhere``: record creation lines in every
     step, not only the probe's two; ``snapshot``: where to keep the CUDA allocator's
-    snapshot (memory_viz reads it); ``timeout``: stop it after that many seconds."""
+    snapshot (memory_viz reads it); ``plot``: an SVG or PNG of the censuses;
+    ``timeout``: stop it after that many seconds."""
 
     step: str | None = None
     every: float | None = None
     lines_everywhere: bool = False
     snapshot: str | None = None
+    plot: str | None = None
     timeout: float | None = None
 
 
@@ -102,6 +104,8 @@ def memory_program(
 
     reporter = reporter or Reporter()
     kind, keys = step_kind(request)
+    if request.plot:
+        plot.check(request.plot)
     program = parse(request.command, python=request.python, workspace=request.workspace)
     result = MemoryResult(command=program.shown, step_kind=kind)
     child_request = {
@@ -130,6 +134,12 @@ def memory_program(
         )
         return result
     _fill(answer, result)
+    if request.plot and result.censuses:
+        try:
+            plot.draw(result, request.plot)
+            result.plot = os.path.abspath(request.plot)
+        except OSError as exc:
+            result.notes.append(f"--plot {request.plot} could not be written: {exc}")
     return result
 
 

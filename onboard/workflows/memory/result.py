@@ -109,6 +109,7 @@ class MemoryResult:
     not_checked: list[str] = field(default_factory=list)
     census_seconds: float = field(default=0.0, metadata=spec(digits=3))
     finished: bool = True  # False: the program died before onboard's last write
+    plot: str | None = field(default=None, metadata=spec(empty=None))  # --plot's file
     torch_version: str | None = None
     notes: list[str] = field(default_factory=list)
 
