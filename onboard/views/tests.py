@@ -82,7 +82,7 @@ def _lint(out: Screen, lint: LintReport, verbose: bool) -> None:
         )
         for linter in missing if verbose else missing[:6]:
             out.print(f"    [yellow]{_esc(linter.name)}[/]: {_esc(linter.missing)}")
-    if lint.result is not None:
+    if lint.result is not None and lint.result.ran:  # else "not checked" says why
         out.print(f"  {_esc(lint.result.summary())}")
         for msg in lint.result.messages if verbose else lint.result.messages[:10]:
             where = f"{msg.path}:{msg.line}" if msg.line else msg.path
