@@ -190,3 +190,48 @@ def test_cuda_summary_from_the_allocator_figures() -> None:
     assert result.not_checked == []
     assert _cuda({}, result) is None
     assert "not checked" in result.not_checked[0] or "CUDA" in result.not_checked[0]
+
+
+PEAK = """\
+import json, os, sys
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256))
+opt = torch.optim.Adam(model.parameters())
+
+
+INPUT = []
+
+
+def train_step():
+    x = torch.randn(512, 256)
+    INPUT[:] = [x.numel() * x.element_size()]
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+for step in range(5):
+    train_step()
+truth = {"params": sum(p.numel() * p.element_size() for p in model.parameters()),
+         "input": INPUT[0]}
+print(json.dumps(truth), file=sys.stderr)
+"""
+
+
+def test_peak_by_torch_categories(tmp_path: Path) -> None:
+    path = _write(tmp_path, PEAK)
+    done = _memory(tmp_path, "--json", "--peak", program=[sys.executable, str(path)])
+    assert done.returncode == 0, done.stderr
+    truth = json.loads(done.stderr.strip().splitlines()[-1])
+    peak = json.loads(done.stdout)["peak"]
+    by_category: dict[str, int] = {}
+    for group in peak["groups"]:
+        by_category[group["category"]] = by_category.get(group["category"], 0) + group["bytes"]
+    assert by_category["parameter"] == truth["params"]
+    assert by_category["input"] == truth["input"]
+    # Adam keeps two moments per parameter (exp_avg, exp_avg_sq) plus its step counters
+    assert by_category["optimizer_state"] >= 2 * truth["params"]
+    activations = [g for g in peak["groups"] if g["category"] == "activation"]
+    assert any(g.get("function") == "train_step" and g["path"] == str(path) for g in activations)
+    assert peak["bytes"] >= sum(by_category.values())

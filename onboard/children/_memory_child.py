@@ -22,6 +22,7 @@ import contextlib
 import gc
 import itertools
 import os
+import re
 import signal
 import sys
 import time
@@ -258,6 +259,95 @@ def _same_graph_grows(t, size) -> None:
         _state["largest"] = (weakref.ref(t), size, _state["steps"])
     except TypeError:
         _state["largest"] = None
+
+
+_PEAK_FROM, _PEAK_STEPS = 1, 2  # --peak: the profiler is on for steps 2 and 3
+
+
+def _peak_step() -> None:
+    """--peak: torch.profiler's memory profile (profile_memory, record_shapes and
+    with_stack, which its categories need: torch/profiler/_memory_profiler.py) over
+    two steps after the first, then the live tensors at its peak by category and by
+    the line of the user's code that allocated them."""
+    step = _state["steps"]
+    if step == _PEAK_FROM and "profiler" not in _state:
+        from torch.profiler import ProfilerActivity, profile
+
+        prof = profile(
+            activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+            with_stack=True,
+        )  # fmt: skip
+        prof.__enter__()
+        _state["profiler"] = prof
+    elif step == _PEAK_FROM + _PEAK_STEPS and _state.get("profiler") is not None:
+        prof = _state["profiler"]
+        _state["profiler"] = None
+        prof.__exit__(None, None, None)
+        _state["peak"] = _peak_of(prof, step)
+
+
+_PY_CALL = re.compile(r"^(.*)\((\d+)\): (.*)$")
+
+
+def _full_path(name: str) -> str:
+    """The profiler shortens a file's path by the sys.path entry it is under."""
+    if os.path.isabs(name):
+        return name
+    for entry in [os.path.dirname(os.path.abspath(sys.argv[0])), *sys.path]:
+        candidate = os.path.join(entry or os.getcwd(), name)
+        if os.path.isfile(candidate):
+            return os.path.abspath(candidate)
+    return name
+
+
+def _peak_of(prof, step):
+    from torch._C._profiler import _EventType
+    from torch.profiler._memory_profiler import Action, TensorKey
+
+    mp = prof._memory_profile()
+    live: dict = {}
+    current = best = 0
+    at_peak: dict = {}
+    for _t, action, (key, version), size in mp.timeline:
+        if action in (Action.CREATE, Action.PREEXISTING):
+            live[(key, version)] = size
+            current += size
+        elif action == Action.INCREMENT_VERSION:
+            live.pop((key, version), None)
+            live[(key, version + 1)] = size
+        elif action == Action.DESTROY:
+            live.pop((key, version), None)
+            current -= abs(size)
+        if current > best:
+            best, at_peak = current, dict(live)
+    where = {}
+    for event in mp._op_tree.dfs():
+        if event.typed[0] != _EventType.Allocation or event.typed[1].alloc_size <= 0:
+            continue
+        key = TensorKey.from_allocation(event.typed[1])
+        parent = event.parent
+        while key is not None and parent is not None:
+            if parent.typed[0] == _EventType.PyCall:
+                found = _PY_CALL.match(parent.name)
+                if found and not found[1].startswith(("torch/", "<")) and _is_user_file(found[1]):
+                    # the profiler names a Python call by its function's first line
+                    where[key] = (_full_path(found[1]), int(found[2]), found[3])
+                    break
+            parent = parent.parent
+    groups: dict = {}
+    for (key, version), size in at_peak.items():
+        category = mp._categories.get(key, version) if isinstance(key, TensorKey) else None
+        path, line, func = where.get(key, (None, None, None))
+        name = category.name.lower() if category is not None else "unknown"
+        groups[(name, path, line, func)] = groups.get((name, path, line, func), 0) + size
+    ranked = sorted(groups.items(), key=lambda item: -item[1])[:12]
+    return {
+        "bytes": best, "from_step": _PEAK_FROM, "to_step": step,
+        "groups": [
+            {"category": c, "path": p, "line": ln, "function": f, "bytes": b}
+            for (c, p, ln, f), b in ranked
+        ],
+    }  # fmt: skip
 
 
 def _probe_due() -> bool:
@@ -601,6 +691,7 @@ def _write(status=None) -> None:
             "status": status,
             "cuda": _state.get("cuda"),
             "grown_graph": _state.get("grown_graph"),
+            "peak": _state.get("peak"),
             "finished": status is not None,
         }
     )
@@ -608,6 +699,11 @@ def _write(status=None) -> None:
 
 def _boundary(reason: str) -> None:
     _state["steps"] += 1
+    if REQUEST.get("peak"):
+        try:
+            _peak_step()
+        except Exception as exc:  # noqa: BLE001 - onboard's failure, never the program's
+            _state.setdefault("errors", []).append(f"--peak: {exc!r}")
     if _state.get("busy"):  # a SIGALRM tick during a census: that step is not taken
         return
     _state["busy"] = True
@@ -750,6 +846,11 @@ def _leave() -> None:
         handle.remove()
     if _probe["mode"] is not None:
         _stop_mode()
+    if _state.get("profiler") is not None:  # the program ended inside the window
+        prof = _state.pop("profiler")
+        with contextlib.suppress(Exception):
+            prof.__exit__(None, None, None)
+            _state["peak"] = _peak_of(prof, _state["steps"])
     try:
         _state["cuda"] = _cuda_summary()
     except Exception as exc:  # noqa: BLE001 - onboard's failure, never the program's

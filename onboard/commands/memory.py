@@ -40,6 +40,13 @@ from onboard.commands._common import DashDashCommand, PathParam, after_dashes, r
     "https://pytorch.org/memory_viz.",
 )
 @click.option(
+    "--peak",
+    is_flag=True,
+    help="Also profile steps 2-3 with torch.profiler's memory profile and show its peak by "
+    "torch's categories (parameter, gradient, optimizer state, activation, temporary), each "
+    "at its line (slower while it profiles).",
+)
+@click.option(
     "--plot",
     type=PathParam(dir_okay=False),
     default=None,
@@ -77,6 +84,7 @@ def memory(as_json: bool, verbose: bool, **parsed: Any) -> int:
       onboard memory --every 0.5 -- python evaluate.py
       onboard memory --json -- python train.py > memory.json
       onboard memory --plot memory.svg -- python train.py
+      onboard memory --peak -- python train.py        # what is live at the peak, by kind
     """
     from onboard.commands._common import finish
     from onboard.views import memory as view

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+PEAK_SHOWN = 6  # peak groups shown without -v
 SPARK_WIDTH = 60  # censuses shown at most on the line (spread over the run)
 
 
@@ -59,6 +60,19 @@ def render(result: MemoryResult, console: Console, verbose: bool) -> None:
             out.print(f"   {out.location(pattern.path, pattern.line)}")
         out.print(f"   {_esc(pattern.evidence)}")
         out.print(f"   [bold]fix[/]: {_esc(pattern.fix)}")
+    if result.peak is not None:
+        peak = result.peak
+        out.print(
+            f"\n[bold cyan]Peak[/] {size(peak.bytes)} live (torch.profiler's memory profile of "
+            f"steps {peak.from_step + 1}-{peak.to_step})"
+        )
+        for group in peak.groups[:PEAK_SHOWN] if not verbose else peak.groups:
+            where = (
+                f" in {_esc(group.function or '?')} ({out.location(group.path, group.line)})"
+                if group.path
+                else ""
+            )
+            out.print(f"   {size(group.bytes):>10}  {_esc(group.category)}{where}")
     if result.cuda is not None:
         c = result.cuda
         out.print("\n[bold cyan]CUDA caching allocator[/] (at the end)")

@@ -31,6 +31,8 @@ from onboard.workflows.memory.result import (
     Holder,
     MemoryResult,
     Pattern,
+    Peak,
+    PeakGroup,
 )
 from onboard.workflows.program import ProgramOptions
 
@@ -42,6 +44,8 @@ __all__ = [
     "MemoryRequest",
     "MemoryResult",
     "Pattern",
+    "Peak",
+    "PeakGroup",
     "memory_program",
 ]
 
@@ -55,6 +59,7 @@ class MemoryRequest(ProgramOptions):
     between censuses instead; ``lines_everywhere``: record creation lines in every
     step, not only the probe's two; ``snapshot``: where to keep the CUDA allocator's
     snapshot (memory_viz reads it); ``plot``: an SVG or PNG of the censuses;
+    ``peak``: torch.profiler's memory profile of steps 2-3, its peak by category;
     ``timeout``: stop it after that many seconds."""
 
     step: str | None = None
@@ -62,6 +67,7 @@ class MemoryRequest(ProgramOptions):
     lines_everywhere: bool = False
     snapshot: str | None = None
     plot: str | None = None
+    peak: bool = False
     timeout: float | None = None
 
 
@@ -111,7 +117,8 @@ def memory_program(
     child_request = {
         "kind": program.kind, "target": program.target, "args": list(program.args),
         "preimport": False, "step_kind": kind, "lines": "all" if request.lines_everywhere else "",
-        "snapshot": os.path.abspath(request.snapshot) if request.snapshot else None, **keys,
+        "snapshot": os.path.abspath(request.snapshot) if request.snapshot else None,
+        "peak": request.peak, **keys,
     }  # fmt: skip
     argv = proc.child_command(
         program.python,
@@ -199,6 +206,23 @@ def _fill(answer: dict[str, Any], result: MemoryResult) -> None:
                "FILE:LINE or --every SECONDS." if result.step_kind == "optimizer" else "")
         )  # fmt: skip
     result.cuda = _cuda(answer, result)
+    raw = answer.get("peak")
+    if raw:
+        result.peak = Peak(
+            bytes=int(raw["bytes"]),
+            from_step=int(raw["from_step"]),
+            to_step=int(raw["to_step"]),
+            groups=[
+                PeakGroup(
+                    category=str(g["category"]),
+                    bytes=int(g["bytes"]),
+                    path=g.get("path"),
+                    line=g.get("line"),
+                    function=g.get("function"),
+                )
+                for g in raw.get("groups") or []
+            ],
+        )
 
 
 def _cuda(answer: dict[str, Any], result: MemoryResult) -> CudaSummary | None:

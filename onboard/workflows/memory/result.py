@@ -81,6 +81,31 @@ class Pattern:
 
 
 @dataclass
+class PeakGroup:
+    """Live bytes at the peak of one of torch's categories (parameter, gradient,
+    optimizer_state, activation, temporary, input, autograd_detail, unknown),
+    allocated in one function of the user's code: the innermost one on the stack
+    (``line`` is its first line: the profiler names a Python call by it; None: no
+    function of theirs was on the stack)."""
+
+    category: str
+    bytes: int
+    path: str | None = field(default=None, metadata=spec(empty=None))
+    line: int | None = field(default=None, metadata=spec(empty=None))
+    function: str | None = field(default=None, metadata=spec(empty=None))
+
+
+@dataclass
+class Peak:
+    """--peak: torch.profiler's memory profile over the steps after the first."""
+
+    bytes: int  # live at the peak
+    from_step: int
+    to_step: int
+    groups: list[PeakGroup] = field(default_factory=list)
+
+
+@dataclass
 class CudaSummary:
     """The caching allocator at the end (torch.cuda.memory_stats), and where the
     snapshot for memory_viz was kept."""
@@ -106,6 +131,7 @@ class MemoryResult:
     growth: list[Growth] = field(default_factory=list)
     patterns: list[Pattern] = field(default_factory=list)
     cuda: CudaSummary | None = None
+    peak: Peak | None = None
     not_checked: list[str] = field(default_factory=list)
     census_seconds: float = field(default=0.0, metadata=spec(digits=3))
     finished: bool = True  # False: the program died before onboard's last write
