@@ -235,3 +235,34 @@ def test_peak_by_torch_categories(tmp_path: Path) -> None:
     activations = [g for g in peak["groups"] if g["category"] == "activation"]
     assert any(g.get("function") == "train_step" and g["path"] == str(path) for g in activations)
     assert peak["bytes"] >= sum(by_category.values())
+
+
+OUT_OF_MEMORY = """\
+import os, resource
+import torch
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+with open("/proc/self/statm") as fh:
+    size = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+# 256 MiB of address space more than it has now: the loop below runs out of it
+resource.setrlimit(resource.RLIMIT_AS, (size + (256 << 20), resource.RLIM_INFINITY))
+kept = []
+for step in range(1000):
+    loss = model(torch.randn(4, 8)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    kept.append(torch.ones(4 << 20, dtype=torch.uint8))  # LEAK
+"""
+
+
+def test_a_program_that_runs_out_of_memory_gets_its_answer(tmp_path: Path) -> None:
+    path = _write(tmp_path, OUT_OF_MEMORY)
+    done = _memory(tmp_path, "--json", program=[sys.executable, str(path)])
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "can't allocate memory" in done.stderr or "MemoryError" in done.stderr
+    result = json.loads(done.stdout)
+    line = next(n for n, s in enumerate(path.read_text().splitlines(), 1) if "# LEAK" in s)
+    group = next(g for g in result["growth"] if g["line"] == line)
+    assert group["holder"]["name"] == "kept"
+    assert group["bytes_per_step"] == 4 << 20

@@ -16,11 +16,9 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from onboard import proc
 from onboard.errors import BadInput
 from onboard.report import Reporter
 from onboard.workflows.compile import breaks, cost, recompiles, trace
@@ -35,7 +33,7 @@ from onboard.workflows.compile.result import (
     RegistryEntry,
 )
 from onboard.workflows.compile.sources import TorchSources, torch_dir_of
-from onboard.workflows.program import ProgramOptions
+from onboard.workflows.program import ProgramOptions, run_through
 
 __all__ = [
     "BACKENDS",
@@ -55,7 +53,6 @@ BACKENDS = ("eager", "aot_eager", "inductor")
 # Every graph of every frame (torch/_dynamo/config.py debug_backend_override, whose
 # filter ">=0" is every compile id; torch/_dynamo/graph_id_filter.py).
 _OVERRIDE_ENV = "TORCH_COMPILE_OVERRIDE_BACKENDS"
-_POLL = 0.02
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +88,9 @@ def compile_program(
             env[_OVERRIDE_ENV] = f">=0:{request.backend}"
         forced = f", every graph on {request.backend}" if request.backend else ""
         reporter.step(f"Running {shown} with TORCH_TRACE in a private folder{forced}")
-        result.program_exit = _run(argv, env, request.timeout, quiet_stdout, result)
+        result.program_exit = run_through(
+            argv, env, request.timeout, quiet_stdout, result.notes, "the trace"
+        )
         processes = trace.read_dir(Path(folder))
     _read(processes, request, result)
     return result
@@ -107,32 +106,6 @@ def _argv(request: CompileRequest) -> list[str]:
     if request.python and argv[0] in ("python", "python3"):
         argv[0] = request.python
     return argv
-
-
-def _run(
-    argv: list[str],
-    env: dict[str, str],
-    timeout: float | None,
-    quiet_stdout: bool,
-    result: CompileResult,
-) -> int:
-    child = proc.Passthrough(argv, stdout_to_stderr=quiet_stdout, extra_env=env)
-    deadline = time.monotonic() + timeout if timeout else None
-    try:
-        while child.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                result.notes.append(
-                    f"The program ran past --timeout {timeout:g} s and was stopped; the trace "
-                    "up to then is read."
-                )
-                break
-            time.sleep(_POLL)
-    finally:
-        code = child.stop()
-        left = child.end()
-        if left:
-            result.notes.append(proc.left_note(left, "the program"))
-    return code
 
 
 def _read(processes: list[trace.Process], request: CompileRequest, result: CompileResult) -> None:

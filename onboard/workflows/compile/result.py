@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from onboard.jsonable import spec
+from onboard.workflows.program import passed_through
 
 
 @dataclass
@@ -123,10 +124,7 @@ class CompileResult:
     @property
     def exit_code(self) -> int:
         """The program's own exit status passes through (128+N for signal N)."""
-        code = self.program_exit
-        if code is None:
-            return 1
-        return 128 - code if code < 0 else code
+        return passed_through(self.program_exit)
 
     def json_extra(self) -> dict[str, object]:
         return {

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from onboard.workflows.memory.result import (
     Peak,
     PeakGroup,
 )
-from onboard.workflows.program import ProgramOptions
+from onboard.workflows.program import ProgramOptions, run_through
 
 __all__ = [
     "Census",
@@ -48,8 +47,6 @@ __all__ = [
     "PeakGroup",
     "memory_program",
 ]
-
-_POLL = 0.02
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,7 +128,9 @@ def memory_program(
         answer_file = Path(folder) / "answer.json"
         env = {FILE_ENV: str(answer_file)}
         reporter.step(f"Running {program.shown} with a census of live tensors at each step")
-        result.program_exit = _run(argv, env, request.timeout, quiet_stdout, result)
+        result.program_exit = run_through(
+            argv, env, request.timeout, quiet_stdout, result.notes, "the censuses"
+        )
         answer = _read(answer_file)
     if answer is None:
         result.finished = False
@@ -148,28 +147,6 @@ def memory_program(
         except OSError as exc:
             result.notes.append(f"--plot {request.plot} could not be written: {exc}")
     return result
-
-
-def _run(
-    argv: list[str], env: dict[str, str], timeout: float | None, quiet: bool, result: MemoryResult
-) -> int:
-    child = proc.Passthrough(argv, stdout_to_stderr=quiet, extra_env=env)
-    deadline = time.monotonic() + timeout if timeout else None
-    try:
-        while child.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                result.notes.append(
-                    f"The program ran past --timeout {timeout:g} s and was stopped; the "
-                    "censuses up to then are read."
-                )
-                break
-            time.sleep(_POLL)
-    finally:
-        code = child.stop()
-        left = child.end()
-        if left:
-            result.notes.append(proc.left_note(left, "the program"))
-    return code
 
 
 def _read(path: Path) -> dict[str, Any] | None:

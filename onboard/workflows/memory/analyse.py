@@ -158,17 +158,13 @@ def _history(answer: dict[str, Any], nodes: float, patterns: list[Pattern]) -> b
         holder = _holder(raw.get("holder"))
         name = f" `{holder.expression}`" if holder else ""
         patterns.append(
-            Pattern(
-                id="history",
-                title="history kept across the loop",
-                evidence=f"the tensor{name} made at {raw['path']}:{raw['line']} carries a "
-                f"graph that grows by {sizes[-1] - sizes[0]} node(s) every step "
-                f"(all live graphs: +{nodes:g} nodes a step)",
-                fix="accumulate a number, not the tensor: `total += loss.item()` (or "
-                "`loss.detach()`); PyTorch's FAQ, 'My model reports cuda runtime error(2)'",
-                path=str(raw["path"]),
-                line=int(raw["line"]),
-            )  # fmt: skip
+            _history_pattern(
+                f"the tensor{name} made at {raw['path']}:{raw['line']} carries a graph that "
+                f"grows by {sizes[-1] - sizes[0]} node(s) every step (all live graphs: "
+                f"+{nodes:g} nodes a step)",
+                str(raw["path"]),
+                int(raw["line"]),
+            )
         )
     return seen
 
@@ -191,19 +187,27 @@ def _grown(answer: dict[str, Any], nodes: float, patterns: list[Pattern]) -> boo
     per_step = (int(raw["last_size"]) - int(raw["first_size"])) / steps
     name = f" `{holder.expression}`" if holder else ""
     patterns.append(
-        Pattern(
-            id="history",
-            title="history kept across the loop",
-            evidence=f"the tensor{name} ({raw.get('grad_fn')}) holds a graph that grows by "
+        _history_pattern(
+            f"the tensor{name} ({raw.get('grad_fn')}) holds a graph that grows by "
             f"{per_step:g} node(s) every step: {raw['first_size']} nodes at step "
             f"{raw['first_step']}, {raw['last_size']} at step {raw['last_step']}",
-            fix="accumulate a number, not the tensor: `total += loss.item()` (or "
-            "`loss.detach()`); PyTorch's FAQ, 'My model reports cuda runtime error(2)'",
-            path=holder.path if holder else None,
-            line=holder.line if holder else None,
+            holder.path if holder else None,
+            holder.line if holder else None,
         )
     )
     return True
+
+
+def _history_pattern(evidence: str, path: str | None, line: int | None) -> Pattern:
+    return Pattern(
+        id="history",
+        title="history kept across the loop",
+        evidence=evidence,
+        fix="accumulate a number, not the tensor: `total += loss.item()` (or "
+        "`loss.detach()`); PyTorch's FAQ, 'My model reports cuda runtime error(2)'",
+        path=path,
+        line=line,
+    )
 
 
 def _workers(later: list[Census], patterns: list[Pattern]) -> None:

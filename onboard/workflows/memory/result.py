@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from onboard.jsonable import spec
+from onboard.workflows.program import passed_through
 
 
 @dataclass
@@ -146,10 +147,7 @@ class MemoryResult:
     @property
     def exit_code(self) -> int:
         """The program's own exit status passes through (128+N for signal N)."""
-        code = self.program_exit
-        if code is None:
-            return 1
-        return 128 - code if code < 0 else code
+        return passed_through(self.program_exit)
 
     def json_extra(self) -> dict[str, object]:
         return {"ok": self.program_exit == 0, "grows": self.grows}
