@@ -266,3 +266,16 @@ def test_a_program_that_runs_out_of_memory_gets_its_answer(tmp_path: Path) -> No
     group = next(g for g in result["growth"] if g["line"] == line)
     assert group["holder"]["name"] == "kept"
     assert group["bytes_per_step"] == 4 << 20
+
+
+def test_lines_everywhere_finds_the_same_growth(tmp_path: Path) -> None:
+    path = _write(tmp_path)
+    done = _memory(
+        tmp_path, "--json", "--lines-everywhere",
+        program=[sys.executable, str(path), "10", "-1", "0"],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    line = next(n for n, s in enumerate(path.read_text().splitlines(), 1) if "# LEAK" in s)
+    group = next(g for g in result["growth"] if g["line"] == line)
+    assert group["holder"]["name"] == "losses" and group["count_per_step"] == 1

@@ -95,13 +95,7 @@ def _workers() -> dict:
 def _user_frame(frame):
     """The innermost frame of the user's own code (not torch's, onboard's, stdlib's)."""
     while frame is not None:
-        name = frame.f_code.co_filename
-        if not (
-            name.startswith(_TORCH_DIR)
-            or name == "<onboard>"
-            or name.startswith(_STDLIB)
-            or name.startswith("<frozen")
-        ):
+        if _is_user_file(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None
