@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_new_op import make_workspace  # noqa: E402
 
 from onboard.workflows.newop import scaffold  # noqa: E402
+from onboard.workflows.newop.checks import verify_op  # noqa: E402
 from onboard.workflows.newop.judge import judge_op  # noqa: E402
-from onboard.workflows.newop.verify import verify_op  # noqa: E402
 
 COLD_TARGET_S = 30.0
 # 30 s over one <torch/library.h> compile on a quiet 2-core machine (~6.7 s).

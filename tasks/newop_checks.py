@@ -2,7 +2,7 @@
 scaffolded ops, and practice kernels (`onboard new-op EXISTING`).
 
 Registered with ``onboard.workflows.verify.check``; the work is done by
-``onboard.workflows.newop.verify`` (children through onboard.proc). One verify
+``onboard.workflows.newop.checks`` (children through onboard.proc). One verify
 Check per step and op, named ``new-op NAME: <step>``; a failed step's detail
 ends with the file and line to look at.
 """
@@ -40,9 +40,9 @@ def new_op(ctx: VerifyContext) -> list[Check]:
     from concurrent.futures import ThreadPoolExecutor
 
     from onboard.workflows.newop import branch_name
+    from onboard.workflows.newop.checks import scaffolded_ops, verify_op
     from onboard.workflows.newop.judge import judge_op, practice_ops
     from onboard.workflows.newop.practice import branch_name as practice_branch
-    from onboard.workflows.newop.verify import scaffolded_ops, verify_op
 
     present, absent = scaffolded_ops(ctx.ws)
     practised, elsewhere = practice_ops(ctx.ws)

@@ -26,10 +26,10 @@ from onboard.jsonable import to_json
 from onboard.render import render
 from onboard.workflows.newop import apply, family, insert, names, scaffold
 from onboard.workflows.newop import manifest as manifests
+from onboard.workflows.newop.checks import consistency
 from onboard.workflows.newop.plan import DECOMP_EXPECT, DOCS_INDEX, context
 from onboard.workflows.newop.steps import first_compiler_error as _first_compiler_error
 from onboard.workflows.newop.steps import reference as _reference
-from onboard.workflows.newop.verify import consistency
 
 NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 

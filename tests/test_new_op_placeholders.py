@@ -15,7 +15,7 @@ from test_new_op import make_workspace
 from onboard.jsonable import to_json
 from onboard.workflows.newop import manifest as manifests
 from onboard.workflows.newop import placeholders, scaffold
-from onboard.workflows.newop.verify import FAILED, PASSED, written
+from onboard.workflows.newop.checks import FAILED, PASSED, written
 
 MARKER = "TODO(onboard new-op)"
 

@@ -20,7 +20,7 @@ from fixtures.cli import run_onboard as onboard
 from fixtures.cli import wheel_workspace
 
 from onboard import workspace
-from onboard.workflows.newop.verify import OpVerification, verify_op
+from onboard.workflows.newop.checks import OpVerification, verify_op
 
 pytestmark = pytest.mark.slow
 

@@ -23,6 +23,7 @@ from onboard.render import render
 from onboard.report import Reporter
 from onboard.workflows.newop import jobs, sites
 from onboard.workflows.newop import manifest as manifests
+from onboard.workflows.newop.checks import job_status
 from onboard.workflows.newop.names import NATIVE_YAML
 from onboard.workflows.newop.out_of_tree import COMPILE_STEP, build_and_load
 from onboard.workflows.newop.steps import (
@@ -42,7 +43,6 @@ from onboard.workflows.newop.toolchain import (
     nvcc_step,
     workspace_env,
 )
-from onboard.workflows.newop.verify import job_status
 
 if TYPE_CHECKING:
     from onboard.workflows.newop.family import Family
