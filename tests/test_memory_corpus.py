@@ -454,16 +454,15 @@ def _check_leak(tmp_path: Path, body: str, options: list[str]) -> None:
         assert abs(group["bytes_per_step"] - group["count_per_step"] * each) < each, group
 
 
-@pytest.mark.parametrize("name", sorted(LEAKS))
+def _cases(fast: dict[str, Any], slow: dict[str, Any]) -> list[Any]:
+    """Each program by name; those of ``slow`` (a DataLoader worker, a timer) marked slow."""
+    marked = [pytest.param(name, marks=pytest.mark.slow) for name in sorted(slow)]
+    return [*sorted(fast), *marked]
+
+
+@pytest.mark.parametrize("name", _cases(LEAKS, SLOW_LEAKS))
 def test_planted_growth_is_found_at_its_line_with_its_holder(tmp_path: Path, name: str) -> None:
-    body, options = LEAKS[name]
-    _check_leak(tmp_path, body, options)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(SLOW_LEAKS))
-def test_planted_growth_slow(tmp_path: Path, name: str) -> None:
-    body, options = SLOW_LEAKS[name]
+    body, options = {**LEAKS, **SLOW_LEAKS}[name]
     _check_leak(tmp_path, body, options)
 
 
@@ -474,14 +473,7 @@ def _check_clean(tmp_path: Path, body: str, options: list[str]) -> None:
     assert len(result["censuses"]) >= 4, result
 
 
-@pytest.mark.parametrize("name", sorted(CLEAN))
+@pytest.mark.parametrize("name", _cases(CLEAN, SLOW_CLEAN))
 def test_clean_loop_reports_no_growth(tmp_path: Path, name: str) -> None:
-    body, options = CLEAN[name]
-    _check_clean(tmp_path, body, options)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(SLOW_CLEAN))
-def test_clean_loop_slow(tmp_path: Path, name: str) -> None:
-    body, options = SLOW_CLEAN[name]
+    body, options = {**CLEAN, **SLOW_CLEAN}[name]
     _check_clean(tmp_path, body, options)
