@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from onboard import cache
+from onboard.jsonable import spec
 from onboard.report import Reporter
 from onboard.workflows.opsource import cache as opsource_cache
 from onboard.workflows.opsource.live_index import LiveIndex
@@ -77,11 +79,10 @@ def test_an_entry_that_cannot_be_replaced_is_said(
     cache.write_json(entry, {"n": 1})
     assert entry.is_dir()
 
+    @dataclass
     class Done:
-        exit_code = 0
-
-        def to_json(self) -> dict[str, object]:
-            return {"ok": True}
+        ok: bool = True
+        exit_code: int = field(default=0, metadata=spec(omit=True))
 
     assert finish(Done(), lambda *a: None, True, False) == 0
     out, err = capsys.readouterr()

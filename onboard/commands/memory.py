@@ -80,11 +80,8 @@ def memory(as_json: bool, verbose: bool, **parsed: Any) -> int:
     Examples:
       onboard memory -- python train.py
       onboard memory --step train_step -- python train.py --epochs 1
-      onboard memory --step train.py:57 -- python train.py
       onboard memory --every 0.5 -- python evaluate.py
-      onboard memory --json -- python train.py > memory.json
-      onboard memory --plot memory.svg -- python train.py
-      onboard memory --peak -- python train.py        # what is live at the peak, by kind
+      onboard memory --peak --plot memory.svg -- python train.py
     """
     from onboard.commands._common import finish
     from onboard.views import memory as view
