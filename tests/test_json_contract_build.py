@@ -8,9 +8,9 @@ from pathlib import Path
 
 from onboard.jsonable import to_json
 from onboard.workflows.build import BuildPlan, BuildResult, CacheStats, Check, Choice, Estimate
+from onboard.workflows.build.import_check import IdeChange, Imported, PostCheck
 from onboard.workflows.build.log import FirstError
 from onboard.workflows.build.machine import Tool
-from onboard.workflows.build.import_check import IdeChange, Imported, PostCheck
 
 
 def _plan(tmp_path: Path) -> BuildPlan:

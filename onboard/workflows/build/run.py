@@ -14,9 +14,6 @@ from onboard import proc
 from onboard.errors import OnboardError
 from onboard.jsonable import spec
 from onboard.shell import quote
-from onboard.workflows.build.log import FirstError, first_error, parse_progress
-from onboard.workflows.build.parts import by_name
-from onboard.workflows.build.plan import BuildPlan
 from onboard.workflows.build.import_check import (
     IdeChange,
     Imported,
@@ -25,6 +22,9 @@ from onboard.workflows.build.import_check import (
     point_launch_at,
     post_checks,
 )
+from onboard.workflows.build.log import FirstError, first_error, parse_progress
+from onboard.workflows.build.parts import by_name
+from onboard.workflows.build.plan import BuildPlan
 
 if TYPE_CHECKING:
     from onboard.report import Reporter
