@@ -507,3 +507,25 @@ def test_pr_test_plan_is_the_selection_and_asks_for_lintrunner(
         assert lint_line == ["pip install lintrunner && lintrunner init"]
     else:  # its one linter's tool is not installed anywhere
         assert lint_line == ["lintrunner init"]
+
+
+def test_a_practice_kernel_selects_its_op_through_new_ops_manifest(
+    tmp_path: Path, opdb: Any
+) -> None:
+    """`onboard new-op trunc` writes a new kernel file into a reference tree, which has
+    no DEFINE_DISPATCH or impl to lead back from: the manifest new-op keeps names it."""
+    from test_new_op import make_workspace
+
+    from onboard.workflows.newop import manifest as manifests
+    from onboard.workflows.newop import scaffold
+
+    made = make_workspace(tmp_path / "ws")
+    scaffold(made, "trunc")
+    kernel = manifests.load(made.root, "trunc").files["CPU kernel"]
+    path = made.checkout_path / kernel
+    path.write_text(path.read_text().replace("return a;", "return std::round(a);"))
+    sel = select_branch(made.root)
+    assert kernel in sel.files
+    assert [op.base for op in sel.changed] == ["trunc"]
+    assert any("practice kernel" in via and kernel in via for via in sel.changed[0].via)
+    assert_op_tests(sel, opdb, "trunc")

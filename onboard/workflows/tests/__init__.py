@@ -252,12 +252,18 @@ def _changed_ops(
     kernel_files = [p for s, p in files if s != "D" and (ops.is_kernel_file(p) or ops.is_yaml(p))]
     if kernel_files:
         mapper = ops.OpMapper(ctx.checkout, ctx.yaml(), ctx.kernels())
+        written = _kernels_onboard_wrote(ctx.ws.root)
         for path in kernel_files:
             found = (
                 mapper.yaml_ops(path, lines.get(path))
                 if ops.is_yaml(path)
                 else mapper.kernel_ops(path, lines.get(path))
             )
+            if not found and path in written:
+                # A practice kernel or a scaffold's: a new file, which a reference tree
+                # has no DEFINE_DISPATCH or impl to lead back from; new-op's manifest
+                # says whose it is.
+                found = [written[path]]
             if not found and ops.is_kernel_file(path):
                 notes.append(
                     f"{path}: the changed lines are in no kernel that a native_functions.yaml "
@@ -278,6 +284,21 @@ def _changed_ops(
         if names is None:
             names = [e.name for e in index.for_op(base)]
         out.append(ChangedOp(base, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(via))))
+    return out
+
+
+def _kernels_onboard_wrote(ws_root: Path) -> dict[str, ops.OpHit]:
+    """The kernel files `onboard new-op` wrote (a scaffold's, a practice op's), each
+    with its op, from the manifests it keeps (onboard/workflows/newop/manifest.py)."""
+    from onboard.workflows.newop import manifest as manifests
+
+    out: dict[str, ops.OpHit] = {}
+    for name in manifests.names(ws_root):
+        made = manifests.load(ws_root, name)
+        how = "practice kernel" if made.is_practice else "scaffold kernel"
+        for role, rel in made.files.items():
+            if "kernel" in role and ops.is_kernel_file(rel):
+                out[rel] = ops.OpHit(name, [f"{rel}: the {how} `onboard new-op {name}` wrote"])
     return out
 
 
