@@ -209,3 +209,22 @@ def test_a_new_op_without_an_opinfo_entry_says_where_it_is_checked(tmp_path: Pat
     report = run_selection(run_request(ws), dataclasses.replace(base, changed=(new,)))
     said = [n for n in report.not_run if n.op == "my_new_op"]
     assert len(said) == 1 and "onboard verify" in said[0].why
+
+
+def test_a_run_with_nothing_in_it_is_not_called_ok() -> None:
+    """A change that touches no op OpInfo covers runs nothing: the verdict says so
+    instead of "ok: 0 passed"."""
+    from rich.console import Console
+
+    from onboard.views import screen
+    from onboard.views.tests import render_run
+    from onboard.workflows.tests.run import NotRun, RunReport
+
+    report = RunReport(
+        mode="none", not_run=[NotRun("*", "OpInfo checks", "the change touches no op")]
+    )
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    render_run(report, screen(console, False), False)
+    text = console.file.getvalue()
+    assert "nothing run: 0 passed, 0 failed, 0 skipped" in text
+    assert "ok:" not in text and "the change touches no op" in text

@@ -148,6 +148,9 @@ def render_run(report: RunReport, out: Screen, verbose: bool) -> None:
         out.print(f"  [dim]... and {len(report.not_run) - len(notes)} more (-v)[/]")
     counts = report.counts()
     verdict = "[green]ok[/]" if report.ok else "[red]failed[/]"
+    if report.ok and not any(counts.values()):
+        # Nothing ran: not a pass (the "Not run" list above says why).
+        verdict = "[yellow]nothing run[/]"
     out.print(
         f"\n{verdict}: {counts['passed']} passed, {counts['failed']} failed, "
         f"{counts['skipped']} skipped in {report.seconds:.1f} s"
